@@ -1,0 +1,18 @@
+# The two commands of the README's Quickstart, and a few helpers.
+.PHONY: setup run test bench lint
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	.venv/bin/lwm models
+	.venv/bin/lwm simulate --domain terminal --action '[{"keystrokes": "echo hello\n", "duration": 0.1}]'
+
+test: setup
+	.venv/bin/python -m pytest -q
+
+bench: setup
+	.venv/bin/python benchmarks/bench_step.py
+
+lint: setup
+	.venv/bin/ruff check src tests benchmarks

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what lwm needs on a fresh Debian/Ubuntu machine: the system packages (with apt, where
+# missing) and a virtual environment in .venv with lwm and its dev extras. Safe to re-run: it skips
+# work already done (a stamp keyed on pyproject.toml), and pip reuses the llama-cpp-python wheel it
+# built before from its cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git"; do
+  pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd#*:}
+  if [ -n "$cmd" ]; then command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
+  else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing system packages: ${need[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+stamp=.venv/.lwm-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing lwm into .venv (the first build of llama-cpp-python takes several minutes)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  # A portable llama.cpp build: no -march=native, no multimodal parts we do not use.
+  CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF}" \
+    .venv/bin/python -m pip install -q -e ".[dev]"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,13 @@
+"""lwm: a toolkit for language world models, LLMs that simulate an agent's environment."""
+
+from lwm.backends import Backend, GenerateConfig, load_backend
+from lwm.domains import Domain, get_domain
+from lwm.envs import SimEnv
+from lwm.types import Action, Context, Observation, Provenance, Trajectory, Turn
+from lwm.worldmodel import WorldModel
+
+__version__ = "0.1.0"
+__all__ = [
+    "Action", "Backend", "Context", "Domain", "GenerateConfig", "Observation", "Provenance", "SimEnv",
+    "Trajectory", "Turn", "WorldModel", "get_domain", "load_backend",
+]

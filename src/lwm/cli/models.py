@@ -1,0 +1,23 @@
+"""``lwm models``: the backends, and whether each is usable on this machine."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm.backends import backend_infos
+
+
+def models() -> None:
+    """List the model backends and whether each is usable here."""
+    table = Table(title="lwm backends")
+    for column in ("backend", "usable", "spec example", "detail"):
+        table.add_column(column)
+    for info in backend_infos():
+        table.add_row(info.name, "[green]yes[/]" if info.usable else "[red]no[/]", info.example, info.detail)
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("models")(models)

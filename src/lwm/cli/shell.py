@@ -1,0 +1,145 @@
+"""``lwm shell``: an interactive session with a simulated environment.
+
+Typed lines become actions (the domain's ``from_shell``), the world model answers, and the history
+carries over. For the terminal it behaves like one: the prompt is the simulated shell's own last
+line, only new output is printed, Ctrl+C abandons the line (or the running prediction) and Ctrl+D
+leaves. Line editing and history come from prompt_toolkit; piped input works line by line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from lwm.backends import BackendError
+from lwm.cli import options as o
+from lwm.cli.simulate import fail, load_state
+from lwm.domains import ActionError, get_domain
+from lwm.types import Trajectory
+from lwm.worldmodel import ContextOverflowError, WorldModel
+
+PROMPT_LINE = re.compile(r"[$#>%]\s?$")
+
+
+def split_screen(previous: str, screen: str, typed: str) -> tuple[str, str | None]:
+    """The new output of a terminal screen and its trailing prompt (None when the shell is busy)."""
+    text = screen
+    if previous.strip() and text.startswith(previous.rstrip()):
+        text = text[len(previous.rstrip()):]
+    lines = text.strip("\n").split("\n")
+    if lines and typed.strip() and lines[0].rstrip().endswith(typed.strip()):
+        lines = lines[1:]  # the echo of what was just typed
+    prompt = lines.pop() if lines and PROMPT_LINE.search(lines[-1]) else None
+    return "\n".join(lines), prompt
+
+
+class SimShell:
+    def __init__(self, wm: WorldModel, trajectory: Trajectory, console: Console, save: Path | None = None):
+        self.wm, self.trajectory, self.console, self.save = wm, trajectory, console, save
+        self.domain = get_domain(trajectory.domain)
+        self.terminal = self.domain.name == "terminal"
+        self.screen = trajectory.turns[-1].observation.content if trajectory.turns else \
+            (trajectory.context.initial_state or self.domain.initial_state)
+        _, prompt = split_screen("", self.screen, "") if self.terminal else ("", None)
+        self.prompt = prompt + (" " if not prompt.endswith(" ") else "") if prompt else self.domain.shell_prompt
+
+    def banner(self) -> str:
+        return (f"lwm shell - simulated {self.domain.title} via {self.wm.backend.name}. "
+                "Ctrl+C cancels, Ctrl+D quits.")
+
+    def handle(self, line: str) -> str:
+        """Run one typed line; returns the text to show (an error message for a bad action)."""
+        if not line.strip():
+            return ""
+        try:
+            action = self.domain.from_shell(line)
+        except ActionError as exc:
+            return f"lwm: {exc}"
+        try:
+            with self.console.status("simulating...", spinner="dots"):
+                observation = self.wm.predict_sync(self.trajectory, action)
+        except (BackendError, ContextOverflowError) as exc:
+            return f"lwm: {exc}"
+        self.trajectory = self.trajectory.extended(action, observation)
+        if self.save:
+            self.trajectory.save(self.save)  # after every step: a crash loses nothing
+        if not self.terminal:
+            return observation.content
+        output, prompt = split_screen(self.screen, observation.content, line)
+        self.screen = observation.content
+        if prompt:
+            self.prompt = prompt if prompt.endswith(" ") else prompt + " "
+        return output
+
+    def run(self, read: Callable[[str], str]) -> Trajectory:
+        self.console.print(self.banner(), style="dim", highlight=False)
+        while True:
+            try:
+                line = read(self.prompt)
+            except KeyboardInterrupt:
+                self.console.print("^C", highlight=False, markup=False)
+                continue
+            except EOFError:
+                break
+            try:
+                shown = self.handle(line)
+            except KeyboardInterrupt:
+                self.console.print("^C (prediction abandoned)", highlight=False, markup=False)
+                continue
+            if shown:
+                self.console.print(shown, highlight=False, markup=False)
+        return self.trajectory
+
+
+def stdin_line(prompt: str) -> str:
+    """Piped input: one line per action, no prompt echo."""
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def shell(
+    domain: Annotated[str, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = "terminal",
+    tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context file) for mcp/swe.")] = None,
+    context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
+    history: Annotated[Path | None, typer.Option(help="Trajectory JSON to continue.")] = None,
+    save: Annotated[Path | None, typer.Option(help="Write the session's trajectory here after every step.")] = None,
+    model: o.Model = o.DEFAULT_MODEL,
+    base_url: o.BaseUrl = None,
+    api_key: o.ApiKey = None,
+    temperature: o.Temperature = 0.0,
+    seed: o.Seed = 0,
+    max_tokens: o.MaxTokens = 512,
+    prompts_dir: o.PromptsDir = None,
+    no_cache: o.NoCache = False,
+) -> None:
+    """Talk to a simulated environment interactively."""
+    trajectory = load_state(None if history else domain, context or tools, history)
+    try:
+        wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, prompts_dir, no_cache)
+    except (BackendError, ValueError, KeyError) as exc:
+        raise fail(str(exc)) from None
+    console = Console(highlight=False)
+    sim = SimShell(wm, trajectory, console, save)
+    if sys.stdin.isatty():
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.completion import WordCompleter
+
+        names = [t.get("function", t).get("name", "") for t in trajectory.context.tools]
+        session: PromptSession[str] = PromptSession(completer=WordCompleter(names) if names else None)
+        sim.run(session.prompt)
+    else:
+        sim.run(stdin_line)
+    if save:
+        console.print(f"trajectory saved to {save}", style="dim")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("shell")(shell)

@@ -1,0 +1,75 @@
+"""``lwm simulate``: one predicted observation for one action, from a given state."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwm.backends import BackendError
+from lwm.cli import options as o
+from lwm.domains import ActionError, get_domain
+from lwm.types import Trajectory, load_context
+from lwm.worldmodel import ContextOverflowError
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"lwm: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def load_state(domain: str | None, context: Path | None, history: Path | None) -> Trajectory:
+    """The session to continue: a trajectory file's turns, a context file's context, or a fresh one."""
+    try:
+        trajectory = Trajectory.load(history) if history else Trajectory(domain=domain or "terminal")
+        if domain and domain != trajectory.domain:
+            raise fail(f"--domain {domain} does not match the history's domain {trajectory.domain}", 2)
+        if context:
+            trajectory = trajectory.model_copy(update={"context": load_context(context)})
+        get_domain(trajectory.domain)
+    except (ValueError, KeyError) as exc:
+        raise fail(str(exc), 2) from None
+    return trajectory
+
+
+def simulate(
+    action: Annotated[str, typer.Option(help="The action in the domain's format ('-' reads stdin).")],
+    domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = None,
+    context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state) or tool list.")] = None,
+    history: Annotated[Path | None, typer.Option(help="Trajectory JSON whose turns come before the action.")] = None,
+    model: o.Model = o.DEFAULT_MODEL,
+    base_url: o.BaseUrl = None,
+    api_key: o.ApiKey = None,
+    temperature: o.Temperature = 0.0,
+    seed: o.Seed = 0,
+    max_tokens: o.MaxTokens = 512,
+    prompts_dir: o.PromptsDir = None,
+    no_cache: o.NoCache = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+) -> None:
+    """Predict the environment's next observation after ACTION."""
+    trajectory = load_state(domain, context, history)
+    text = sys.stdin.read() if action == "-" else action
+    try:
+        parsed = get_domain(trajectory.domain).action_from_text(text)
+        wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, prompts_dir, no_cache)
+        observation = wm.predict_sync(trajectory, parsed)
+    except ActionError as exc:
+        raise fail(str(exc), 2) from None
+    except (BackendError, ContextOverflowError, ValueError, KeyError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps({
+            "domain": trajectory.domain, "turn": len(trajectory.turns) + 1, "action": parsed.content,
+            "observation": observation.content, "reasoning": observation.reasoning, "raw": observation.raw,
+            "metadata": observation.metadata,
+        }, ensure_ascii=False, indent=2))
+    else:
+        typer.echo(observation.content)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)

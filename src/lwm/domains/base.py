@@ -1,0 +1,164 @@
+"""What every domain shares: how actions are checked and rendered, and where prompts come from.
+
+A domain is data plus a few small hooks. Subclasses set the class attributes and override
+``normalize`` (check an action's content and put it in canonical form) and, where typing a command
+is natural, ``from_shell`` (turn one line typed in ``lwm shell`` into an action).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
+from lwm.prompts import PromptSet
+from lwm.types import Action, Context, JSONValue
+
+
+class ActionError(ValueError):
+    """An action that does not fit its domain's format; the message says what was expected."""
+
+
+class Domain:
+    name: ClassVar[str]
+    title: ClassVar[str]
+    action_language: ClassVar[str] = "json"
+    """How the action is fenced in the conversation: ``json`` or ``python``."""
+    example_action: ClassVar[JSONValue]
+    shell_prompt: ClassVar[str] = "> "
+    initial_state: ClassVar[str] = ""
+    """What a session shows before the first action when its context gives nothing."""
+    response_tag: ClassVar[str] = OBSERVATION_TAG
+    marker: ClassVar[str] = OBSERVATION_MARKER
+
+    # --- actions -------------------------------------------------------------------------------
+    def normalize(self, content: Any) -> JSONValue:
+        return content
+
+    def action(self, content: Any) -> Action:
+        """An Action from already-decoded content, checked; raises ActionError."""
+        if isinstance(content, Action):
+            content = content.content
+        return Action(content=self.normalize(content))
+
+    def action_from_text(self, text: str) -> Action:
+        """An Action from the text a user or an agent wrote (JSON for JSON domains, code otherwise)."""
+        if self.action_language != "json":
+            return self.action(text)
+        try:
+            content = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ActionError(
+                f"{self.name} actions are JSON, e.g. {json.dumps(self.example_action)}; "
+                f"could not parse {text[:80]!r}: {exc.msg} at position {exc.pos}"
+            ) from None
+        return self.action(content)
+
+    def from_shell(self, line: str) -> Action:
+        return self.action_from_text(line)
+
+    # --- conversation --------------------------------------------------------------------------
+    def format_action(self, action: Action) -> str:
+        content = action.content
+        if self.action_language == "json" or not isinstance(content, str):
+            return json.dumps(content, ensure_ascii=False, indent=2)
+        return content
+
+    def render_action(self, action: Action, turn: int) -> str:
+        """The user message for turn ``turn`` (1-based), in AgentWorldBench's turn style."""
+        fence = "json" if self.action_language == "json" or not isinstance(action.content, str) else "python"
+        return f"### Turn {turn}\n\n**Action:**\n```{fence}\n{self.format_action(action)}\n```"
+
+    def render_observation(self, text: str) -> str:
+        """The assistant message that carries a real (or accepted) observation in the history."""
+        return f"{self.marker}\n{text}"
+
+    def parse(self, raw: str, reasoning: str | None = None) -> ParsedAnswer:
+        return parse_answer(raw, self.response_tag, reasoning)
+
+    # --- prompts -------------------------------------------------------------------------------
+    def prompts(self, prompts_dir: str | Path | None = None) -> PromptSet:
+        return PromptSet(self.name, prompts_dir)
+
+    def system_prompt(self, context: Context, *, compact: bool = False, prompts_dir: str | Path | None = None) -> str:
+        """The world model's system prompt; a prompt carried by the data itself wins."""
+        if context.system_prompt:
+            return context.system_prompt
+        return self.prompts(prompts_dir).system(self.render_context(context, compact=compact), compact=compact)
+
+    def judge_prompt(self, prompts_dir: str | Path | None = None) -> str:
+        return self.prompts(prompts_dir).judge()
+
+    def render_context(self, context: Context, *, compact: bool = False) -> str:
+        parts: list[str] = []
+        if context.task:
+            parts.append(f"## Task of the agent\n{context.task}")
+        if context.tools:
+            parts.append("## Available tools\n" + render_tools(context.tools, compact=compact))
+        if context.initial_state:
+            parts.append(f"## Initial state\n{context.initial_state}")
+        for key, value in context.extra.items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            parts.append(f"## {key.replace('_', ' ').capitalize()}\n{text}")
+        return "\n\n".join(parts) if parts else "(no further context was given)"
+
+
+def render_tools(tools: list[dict[str, Any]], *, compact: bool) -> str:
+    """Tool definitions as JSON (full) or one line per tool with its parameters (compact)."""
+    if not compact:
+        return "```json\n" + json.dumps(tools, ensure_ascii=False, indent=2) + "\n```"
+    lines = []
+    for tool in tools:
+        spec = tool.get("function", tool)
+        schema = spec.get("inputSchema") or spec.get("input_schema") or spec.get("parameters") or {}
+        params = ", ".join(schema.get("properties", {}))
+        desc = (spec.get("description") or "").strip().splitlines()
+        lines.append(f"- {spec.get('name', '?')}({params})" + (f": {desc[0]}" if desc else ""))
+    return "\n".join(lines)
+
+
+def tool_call(content: Any, domain: str, allowed: set[str] | None = None) -> dict[str, Any]:
+    """Canonical ``{"name", "arguments"}`` from the common spellings of a JSON tool call."""
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except json.JSONDecodeError:
+            pass
+    if not isinstance(content, dict):
+        raise ActionError(f'{domain} actions are tool calls like {{"name": ..., "arguments": {{...}}}}')
+    fn = content.get("function") if isinstance(content.get("function"), dict) else content
+    name = fn.get("name") or fn.get("tool") or fn.get("tool_name")
+    if not isinstance(name, str) or not name:
+        raise ActionError(f"{domain} tool call has no tool name (expected a 'name' field): {content}")
+    args = fn.get("arguments", fn.get("args", fn.get("parameters", {})))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ActionError(f"{domain} tool call {name!r}: arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(args, dict):
+        raise ActionError(f"{domain} tool call {name!r}: arguments must be a JSON object")
+    if allowed is not None and name not in allowed:
+        raise ActionError(f"{domain} has no tool {name!r}; tools: {', '.join(sorted(allowed))}")
+    return {"name": name, "arguments": args}
+
+
+def shell_tool_call(line: str, domain: str) -> Any:
+    """``name {"k": v}`` or ``name`` or a whole JSON call, as typed in ``lwm shell``."""
+    line = line.strip()
+    if line.startswith("{"):
+        return line
+    name, _, rest = line.partition(" ")
+    return {"name": name, "arguments": rest.strip() or "{}"}
+
+
+def check_python(code: Any, domain: str) -> str:
+    if not isinstance(code, str) or not code.strip():
+        raise ActionError(f"{domain} actions are Python code as a non-empty string")
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        raise ActionError(f"{domain} action is not valid Python (line {exc.lineno}): {exc.msg}") from None
+    return code

@@ -1,0 +1,41 @@
+"""Web: BrowserGym actions (``click('12')``) over an accessibility tree with element ids."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from lwm.domains.base import ActionError, Domain
+from lwm.registry import register
+
+BROWSERGYM_ACTIONS = {
+    "click", "dblclick", "fill", "select_option", "check", "uncheck", "hover", "focus", "clear", "press",
+    "keyboard_press", "keyboard_type", "keyboard_down", "keyboard_up", "keyboard_insert_text", "scroll",
+    "mouse_click", "mouse_dblclick", "mouse_move", "mouse_down", "mouse_up", "mouse_drag_and_drop",
+    "drag_and_drop", "upload_file", "goto", "go_back", "go_forward", "new_tab", "tab_close",
+    "tab_focus", "send_msg_to_user", "report_infeasible", "noop",
+}
+
+
+@register("domain", "web")
+class Web(Domain):
+    name = "web"
+    title = "Web"
+    action_language = "python"
+    example_action = "click('a12')"
+    shell_prompt = "web> "
+
+    def normalize(self, content: Any) -> str:
+        if not isinstance(content, str) or not content.strip():
+            raise ActionError("web actions are BrowserGym calls as text, e.g. click('a12')")
+        try:
+            tree = ast.parse(content.strip())
+        except SyntaxError as exc:
+            raise ActionError(f"web action is not a valid BrowserGym call: {exc.msg}") from None
+        for stmt in tree.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+                raise ActionError(f"web action lines must be calls like click('a12'), got {ast.unparse(stmt)!r}")
+            if call.func.id not in BROWSERGYM_ACTIONS:
+                raise ActionError(f"unknown BrowserGym action {call.func.id!r}")
+        return content.strip()

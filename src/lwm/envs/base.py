@@ -1,0 +1,94 @@
+"""The environment contract shared by simulated and real environments.
+
+Gymnasium's: ``reset(*, seed, options) -> (obs, info)`` and ``step(action) -> (obs, reward,
+terminated, truncated, info)``, with text observations and text actions (the action as its domain
+writes it: JSON for terminal/MCP/…, code for web/OS). Subclasses supply the initial observation and
+one transition; this class keeps the trajectory, so every environment records what happened the same
+way. An action that does not parse is answered with an error observation, as a real tool would, and
+``info["error"]`` says why. Limits on episode length come from wrappers (``TimeLimit``).
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from lwm.domains import ActionError, Domain, get_domain
+from lwm.types import Action, Context, Observation, Provenance, Trajectory
+
+MAX_TEXT = 1_000_000
+
+
+class AnyText(spaces.Text):
+    """A text space that contains any string up to ``max_length``; samples printable ASCII."""
+
+    def __init__(self, max_length: int = MAX_TEXT, seed: int | None = None):
+        super().__init__(max_length, min_length=0, charset=string.printable, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if mask is None and probability is None:  # keep samples short: the default would be up to max_length
+            mask = (int(self.np_random.integers(1, 65)), None)
+        return super().sample(mask=mask, probability=probability)
+
+
+class TextEnv(gym.Env[str, str]):
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, domain: str | Domain, context: Context | None = None, render_mode: str | None = None):
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.context = context or Context()
+        self.render_mode = render_mode
+        self.observation_space = AnyText()
+        self.action_space = AnyText()
+        self.trajectory = self._new_trajectory()
+
+    def _new_trajectory(self) -> Trajectory:
+        return Trajectory(domain=self.domain.name, context=self.context, provenance=self.provenance())
+
+    def provenance(self) -> Provenance:
+        return Provenance(source="manual")
+
+    # --- what subclasses supply ----------------------------------------------------------------
+    def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
+        return self.context.initial_state or self.domain.initial_state
+
+    def transition(self, action: Action) -> Observation:
+        raise NotImplementedError
+
+    def reward(self, action: Action, observation: Observation) -> tuple[float, bool]:
+        """``(reward, terminated)`` after a step; none by default (a task supplies them)."""
+        return 0.0, False
+
+    # --- the contract --------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        if "context" in options:
+            self.context = options["context"] if isinstance(options["context"], Context) \
+                else Context.model_validate(options["context"])
+        self.trajectory = self._new_trajectory()
+        self._last = self.initial_observation(seed, options)
+        return self._last, {"domain": self.domain.name, "turn": 0}
+
+    def step(self, action: str | Action | Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        try:
+            parsed = action if isinstance(action, Action) else \
+                self.domain.action_from_text(action) if isinstance(action, str) else self.domain.action(action)
+        except ActionError as exc:
+            self._last = f"Error: invalid action: {exc}"
+            return self._last, 0.0, False, False, {"error": str(exc), "turn": len(self.trajectory.turns)}
+        observation = self.transition(parsed)
+        self.trajectory = self.trajectory.extended(parsed, observation)
+        reward, terminated = self.reward(parsed, observation)
+        self._last = observation.content
+        info = {"turn": len(self.trajectory.turns), **observation.metadata}
+        return observation.content, reward, terminated, False, info
+
+    def render(self) -> str | None:
+        return self._last if self.render_mode == "ansi" else None

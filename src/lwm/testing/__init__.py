@@ -1,0 +1,1 @@
+"""Test helpers that are real parts: the scripted OpenAI-compatible HTTP server."""

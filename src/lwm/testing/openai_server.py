@@ -1,0 +1,195 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 with scripted answers and injectable faults.
+
+For lwm's own tests and benchmarks (and for users testing their setup without a GPU): it speaks
+``POST /v1/chat/completions`` and ``GET /v1/models``. Faults are queued and each one is used by the
+next request(s): ``latency`` (answer after a delay), ``status`` (e.g. 500 or 429 with Retry-After),
+``drop`` (headers sent, then the connection is cut mid-body), ``malformed`` (a 200 whose body is not a
+completion), ``slow_stream`` (a body trickled out over ``seconds``), ``hang`` (no answer for ``seconds``).
+A base ``latency`` applies to every request. Out of process, ``POST /_control/faults`` queues faults
+and ``GET /_control/stats`` reports what was received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+FaultKind = Literal["latency", "status", "drop", "malformed", "slow_stream", "hang"]
+Answer = Sequence[str] | Callable[[list[dict[str, Any]]], str] | None
+
+
+class Fault(BaseModel):
+    kind: FaultKind
+    seconds: float = 0.0
+    status: int = 500
+    retry_after: float | None = None
+    times: int = 1
+
+
+def default_answer(messages: list[dict[str, Any]]) -> str:
+    """A deterministic tagged answer that depends on the conversation, with a short think block."""
+    last = messages[-1]["content"] if messages else ""
+    digest = hashlib.sha256(json.dumps(messages).encode()).hexdigest()[:8]
+    return (f"<think>The action was {len(last)} characters long.</think>\n"
+            f"<predicted_observation>scripted observation {digest}</predicted_observation>")
+
+
+class ScriptedServer:
+    def __init__(self, answers: Answer = None, *, latency: float = 0.0, reasoning_field: bool = False,
+                 model: str = "scripted", host: str = "127.0.0.1", port: int = 0):
+        self.answers = answers
+        self._cycle = itertools.cycle(answers) if isinstance(answers, Sequence) and answers else None
+        self.latency = latency
+        self.reasoning_field = reasoning_field
+        self.model = model
+        self.faults: deque[Fault] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.host, self.port = host, port
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.app = self._make_app()
+
+    # --- faults ------------------------------------------------------------------------------
+    def inject(self, kind: FaultKind, *, times: int = 1, **params: Any) -> None:
+        self.faults.append(Fault(kind=kind, times=times, **params))
+
+    def _next_fault(self) -> Fault | None:
+        if not self.faults:
+            return None
+        fault = self.faults[0]
+        fault.times -= 1
+        if fault.times <= 0:
+            self.faults.popleft()
+        return fault
+
+    def _answer(self, messages: list[dict[str, Any]]) -> str:
+        if self._cycle is not None:
+            return next(self._cycle)
+        return self.answers(messages) if callable(self.answers) else default_answer(messages)
+
+    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = self._answer(body.get("messages", []))
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.reasoning_field and "</think>" in text:
+            thought, _, rest = text.partition("</think>")
+            message = {"role": "assistant", "content": rest.strip(),
+                       "reasoning_content": thought.replace("<think>", "").strip()}
+        prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))
+        return {
+            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(text) // 4,
+                      "total_tokens": (prompt_chars + len(text)) // 4},
+        }
+
+    # --- the app -----------------------------------------------------------------------------
+    def _make_app(self) -> Any:
+        from fastapi import FastAPI, Request
+        from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+        app = FastAPI(title="lwm scripted OpenAI-compatible server")
+
+        @app.get("/v1/models")
+        async def models() -> dict[str, Any]:
+            return {"object": "list", "data": [{"id": self.model, "object": "model", "max_model_len": 32768}]}
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(body)
+            fault = self._next_fault()
+            delay = self.latency + (fault.seconds if fault and fault.kind in ("latency", "hang") else 0.0)
+            if delay:
+                await asyncio.sleep(delay)
+            if fault and fault.kind == "status":
+                headers = {"retry-after": str(fault.retry_after)} if fault.retry_after is not None else {}
+                return JSONResponse({"error": {"message": f"injected HTTP {fault.status}", "type": "injected"}},
+                                    status_code=fault.status, headers=headers)
+            if fault and fault.kind == "malformed":
+                return Response('{"choices": [ this is not json', media_type="application/json")
+            payload = json.dumps(self._completion(body)).encode()
+            if fault and fault.kind == "drop":
+                return StreamingResponse(_dropped(payload), media_type="application/json")
+            if fault and fault.kind == "slow_stream":
+                return StreamingResponse(_trickled(payload, fault.seconds), media_type="application/json")
+            return Response(payload, media_type="application/json")
+
+        @app.post("/_control/faults")
+        async def add_faults(faults: list[Fault]) -> dict[str, int]:
+            self.faults.extend(faults)
+            return {"queued": len(self.faults)}
+
+        @app.get("/_control/stats")
+        async def stats() -> dict[str, int]:
+            return {"requests": len(self.requests), "queued_faults": len(self.faults)}
+
+        return app
+
+    # --- running -----------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="critical", lifespan="off", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("scripted OpenAI server did not start")
+            time.sleep(0.01)
+        return self
+
+    def wait(self) -> None:
+        """Block until the server stops or Ctrl+C (for ``lwm testserver``)."""
+        assert self._thread is not None, "start() first"
+        try:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+        except KeyboardInterrupt:
+            self.stop()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def _dropped(payload: bytes) -> AsyncIterator[bytes]:
+    yield payload[: len(payload) // 3]
+    await asyncio.sleep(0.01)
+    raise ConnectionResetError("injected drop")
+
+
+async def _trickled(payload: bytes, seconds: float) -> AsyncIterator[bytes]:
+    pieces = 10
+    step = max(1, len(payload) // pieces)
+    for i in range(0, len(payload), step):
+        yield payload[i : i + step]
+        await asyncio.sleep(seconds / pieces)

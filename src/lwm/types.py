@@ -1,0 +1,115 @@
+"""The data lwm passes around: actions, observations, turns and trajectories.
+
+All are pydantic models so that a trajectory written by one command (collect, simulate, shell)
+round-trips through JSON into any other (bench export, training data) without loss.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+
+
+class Action(BaseModel):
+    """What the agent did: the domain's own action format, kept as given.
+
+    Terminal: a list of ``{"keystrokes", "duration"}``; MCP/SWE/Search/Android: a JSON tool call;
+    Web: a BrowserGym call string such as ``click('a12')``; OS: Python code.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content: JSONValue
+    thought: str | None = None
+    """The agent's reasoning before the action, if recorded; not shown to the world model."""
+
+
+class Observation(BaseModel):
+    """What the environment answered, as clean text (markers, tags and reasoning removed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    raw: str | None = None
+    """The model's full answer before parsing, for simulated observations."""
+    reasoning: str | None = None
+    """The model's reasoning, from ``<think>`` blocks or a ``reasoning_content`` field."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(BaseModel):
+    action: Action
+    observation: Observation
+
+
+class Context(BaseModel):
+    """The state a session starts from: what the world model is told before the first turn."""
+
+    task: str | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """Tool definitions (JSON schema), for MCP, SWE and Search."""
+    initial_state: str | None = None
+    """The environment before the first action: a first screen, a page's tree, a file listing."""
+    system_prompt: str | None = None
+    """A system prompt carried by the data itself (AgentWorldBench's ``system_str``); wins over templates."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Provenance(BaseModel):
+    source: Literal["real", "simulated", "imported", "manual"] = "manual"
+    environment: str | None = None
+    model: str | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trajectory(BaseModel):
+    """One session in one domain: its context and the turns so far."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    domain: str
+    context: Context = Field(default_factory=Context)
+    turns: list[Turn] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    def extended(self, action: Action, observation: Observation) -> Trajectory:
+        """A copy with one more turn; the original is left as it was."""
+        return self.model_copy(update={"turns": [*self.turns, Turn(action=action, observation=observation)]})
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trajectory:
+        """Read a trajectory JSON file, naming the file in the error when it is malformed."""
+        path = Path(path)
+        try:
+            return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a valid lwm trajectory JSON: {exc}") from exc
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")
+
+
+def load_context(path: str | Path) -> Context:
+    """Read a context file: a Context JSON, a whole trajectory (its context is used), or a tool list."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read context JSON: {exc}") from exc
+    try:
+        if isinstance(data, list):
+            return Context(tools=data)
+        if "turns" in data and "domain" in data:
+            return Trajectory.model_validate(data).context
+        if "tools" in data and not set(data) - {"tools"}:
+            return Context(tools=data["tools"])
+        return Context.model_validate(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a valid context: {exc}") from exc

@@ -1,0 +1,162 @@
+"""WorldModel: the next observation of a session, from any backend.
+
+``predict(trajectory, action)`` builds the conversation (the domain's system prompt with the
+session's context, each earlier turn as a user/assistant pair, the current action), keeps it inside
+the model's context window by dropping the oldest turns first (and saying so in the system prompt),
+asks the backend, parses the answer and caches it on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lwm.backends import Backend, GenerateConfig, Message, load_backend
+from lwm.cache import GenerationCache, cache_key
+from lwm.domains import Domain, get_domain
+from lwm.types import Action, Observation, Trajectory
+
+T = TypeVar("T")
+MESSAGE_OVERHEAD = 8
+"""Tokens a chat template adds around each message (role markers); a safe round figure."""
+
+
+class ContextOverflowError(ValueError):
+    """Even the system prompt and the current action alone do not fit the model's window."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[Message]
+    dropped_turns: int
+    tokens: int
+
+
+def omitted_note(count: int) -> str:
+    return (f"\n\nNote: turns 1-{count} of this session are omitted to fit the context window; "
+            f"the history shown starts at turn {count + 1}.")
+
+
+class WorldModel:
+    def __init__(
+        self,
+        backend: Backend | str | None = None,
+        *,
+        config: GenerateConfig | None = None,
+        cache: GenerationCache | bool = True,
+        prompts_dir: str | Path | None = None,
+        compact: bool | None = None,
+        stop_at_answer: bool | None = None,
+        **backend_options: Any,
+    ):
+        self.backend: Backend = backend if backend is not None and not isinstance(backend, str) \
+            else load_backend(backend, **backend_options)
+        self.config = config or GenerateConfig()
+        self.cache = GenerationCache() if cache is True else (cache or None)
+        self.prompts_dir = prompts_dir
+        self.compact = self.backend.compact_prompts if compact is None else compact
+        if stop_at_answer if stop_at_answer is not None else self.compact:
+            # Small models rarely reason first; stopping at the closing tag saves many tokens.
+            self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
+        self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
+
+    # --- messages ------------------------------------------------------------------------------
+    def build_prompt(self, trajectory: Trajectory, action: Action) -> Prompt:
+        domain = get_domain(trajectory.domain)
+        system = domain.system_prompt(trajectory.context, compact=self.compact, prompts_dir=self.prompts_dir)
+        pairs = [
+            (domain.render_action(turn.action, i), domain.render_observation(turn.observation.content))
+            for i, turn in enumerate(trajectory.turns, start=1)
+        ]
+        current = domain.render_action(action, len(pairs) + 1)
+        cost = [self._count(u) + self._count(a) + 2 * MESSAGE_OVERHEAD for u, a in pairs]
+        fixed = self._count(system) + self._count(current) + 2 * MESSAGE_OVERHEAD
+        total, dropped = fixed + sum(cost), 0
+        window = self.backend.context_window
+        if window is not None:
+            budget = window - self.config.max_tokens
+            if total > budget:
+                fixed += self._count(omitted_note(len(pairs)))
+                total = fixed + sum(cost)
+                while dropped < len(pairs) and total > budget:
+                    total -= cost[dropped]
+                    dropped += 1
+            if total > budget:
+                raise ContextOverflowError(
+                    f"the system prompt and the current action need ~{fixed} tokens, but {self.backend.name} "
+                    f"has a {window}-token window with {self.config.max_tokens} reserved for the answer; "
+                    "use a model with a larger window, compact prompts, or a smaller max_tokens")
+            if dropped:
+                system += omitted_note(dropped)
+        messages = [{"role": "system", "content": system}]
+        for user, assistant in pairs[dropped:]:
+            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        messages.append({"role": "user", "content": current})
+        return Prompt(messages, dropped, total)
+
+    # --- prediction ----------------------------------------------------------------------------
+    def _action(self, domain: Domain, action: Action | Any) -> Action:
+        return action if isinstance(action, Action) else domain.action(action)
+
+    async def predict(self, trajectory: Trajectory, action: Action | Any) -> Observation:
+        """The next observation after ``action``; raises ActionError, ContextOverflowError, BackendError."""
+        domain = get_domain(trajectory.domain)
+        action = self._action(domain, action)
+        prompt = self.build_prompt(trajectory, action)
+        key = cache_key(self.backend.name, prompt.messages, self.config)
+        use_cache = self.cache is not None and self.config.deterministic
+        generation = self.cache.get(key) if use_cache else None
+        cached = generation is not None
+        if generation is None:
+            generation = await self.backend.generate(prompt.messages, self.config)
+            if use_cache:
+                self.cache.put(key, self.backend.name, generation)
+        parsed = domain.parse(generation.text, generation.reasoning)
+        return Observation(
+            content=parsed.content,
+            raw=generation.text,
+            reasoning=parsed.reasoning,
+            metadata={
+                "model": self.backend.name, "parse": parsed.status, "cached": cached,
+                "dropped_turns": prompt.dropped_turns, "prompt_tokens": generation.prompt_tokens or prompt.tokens,
+                "completion_tokens": generation.completion_tokens, "finish_reason": generation.finish_reason,
+            },
+        )
+
+    async def predict_many(self, items: Iterable[tuple[Trajectory, Action | Any]]) -> list[Observation]:
+        """Predictions for many (trajectory, action) pairs, run concurrently, in input order."""
+        return list(await asyncio.gather(*(self.predict(t, a) for t, a in items)))
+
+    def predict_sync(self, trajectory: Trajectory, action: Action | Any) -> Observation:
+        return run_sync(self.predict(trajectory, action))
+
+    def close(self) -> None:
+        run_sync(self.backend.aclose())
+        if self.cache is not None:
+            self.cache.close()
+
+
+class _LoopThread:
+    """One background event loop for sync callers, so async clients keep a single loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="lwm-loop", daemon=True).start()
+
+
+_loop: _LoopThread | None = None
+_loop_lock = threading.Lock()
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, inside or outside a running event loop."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = _LoopThread()
+    return asyncio.run_coroutine_threadsafe(coro, _loop.loop).result()
