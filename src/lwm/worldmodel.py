@@ -57,7 +57,8 @@ class WorldModel:
         self.backend: Backend = backend if backend is not None and not isinstance(backend, str) \
             else load_backend(backend, **backend_options)
         self.config = config or GenerateConfig()
-        self.cache = GenerationCache() if cache is True else (cache or None)
+        # Not ``cache or None``: an empty cache has length 0 and would read as false.
+        self.cache = cache if isinstance(cache, GenerationCache) else GenerationCache() if cache else None
         self.prompts_dir = prompts_dir
         self.compact = self.backend.compact_prompts if compact is None else compact
         if stop_at_answer if stop_at_answer is not None else self.compact:

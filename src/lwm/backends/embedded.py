@@ -10,6 +10,7 @@ that share a prefix reuse llama.cpp's KV cache, so schedule related prompts back
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from functools import cache
@@ -61,6 +62,7 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int)
         raise BackendError("the embedded backend needs llama-cpp-python: pip install 'lwm[embedded]'") from exc
     llm = Llama(model_path=path, lora_path=lora, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                 verbose=False)
+    atexit.register(llm.close)  # freeing at interpreter teardown instead fails noisily inside llama-cpp
     return llm, threading.Lock()
 
 

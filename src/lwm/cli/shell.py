@@ -107,7 +107,7 @@ def stdin_line(prompt: str) -> str:
 
 def shell(
     domain: Annotated[str, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = "terminal",
-    tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context file) for mcp/swe.")] = None,
+    tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context) for mcp/swe.")] = None,
     context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON to continue.")] = None,
     save: Annotated[Path | None, typer.Option(help="Write the session's trajectory here after every step.")] = None,

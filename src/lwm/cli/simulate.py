@@ -38,7 +38,7 @@ def load_state(domain: str | None, context: Path | None, history: Path | None) -
 def simulate(
     action: Annotated[str, typer.Option(help="The action in the domain's format ('-' reads stdin).")],
     domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = None,
-    context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state) or tool list.")] = None,
+    context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON whose turns come before the action.")] = None,
     model: o.Model = o.DEFAULT_MODEL,
     base_url: o.BaseUrl = None,

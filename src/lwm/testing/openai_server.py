@@ -5,7 +5,8 @@ For lwm's own tests and benchmarks (and for users testing their setup without a 
 next request(s): ``latency`` (answer after a delay), ``status`` (e.g. 500 or 429 with Retry-After),
 ``drop`` (headers sent, then the connection is cut mid-body), ``malformed`` (a 200 whose body is not a
 completion), ``slow_stream`` (a body trickled out over ``seconds``), ``hang`` (no answer for ``seconds``).
-A base ``latency`` applies to every request. Out of process, ``POST /_control/faults`` queues faults
+A base ``latency`` applies to every request. Needs the ``testserver`` extra (fastapi, uvicorn).
+Out of process, ``POST /_control/faults`` queues faults
 and ``GET /_control/stats`` reports what was received.
 """
 
@@ -22,6 +23,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
 
 FaultKind = Literal["latency", "status", "drop", "malformed", "slow_stream", "hang"]
@@ -54,6 +57,8 @@ class ScriptedServer:
         self.model = model
         self.faults: deque[Fault] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.host, self.port = host, port
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -95,9 +100,6 @@ class ScriptedServer:
 
     # --- the app -----------------------------------------------------------------------------
     def _make_app(self) -> Any:
-        from fastapi import FastAPI, Request
-        from fastapi.responses import JSONResponse, Response, StreamingResponse
-
         app = FastAPI(title="lwm scripted OpenAI-compatible server")
 
         @app.get("/v1/models")
@@ -108,7 +110,14 @@ class ScriptedServer:
         async def chat(request: Request) -> Response:
             body = await request.json()
             self.requests.append(body)
-            fault = self._next_fault()
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return await respond(body, self._next_fault())
+            finally:
+                self.in_flight -= 1
+
+        async def respond(body: dict[str, Any], fault: Fault | None) -> Response:
             delay = self.latency + (fault.seconds if fault and fault.kind in ("latency", "hang") else 0.0)
             if delay:
                 await asyncio.sleep(delay)

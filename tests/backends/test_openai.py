@@ -1,0 +1,135 @@
+"""The openai backend against a real HTTP server on 127.0.0.1, one test per injected fault."""
+
+import asyncio
+import time
+
+import pytest
+
+from lwm.backends import BackendError, GenerateConfig
+from lwm.backends.openai import OpenAIBackend
+from lwm.testing.openai_server import ScriptedServer
+
+MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+CONFIG = GenerateConfig(temperature=0.0, seed=7, max_tokens=64)
+
+
+def backend(server: ScriptedServer, **options) -> OpenAIBackend:
+    options = {"backoff": 0.01, "max_backoff": 0.2, "timeout": 2.0, "max_retries": 3} | options
+    return OpenAIBackend("scripted", base_url=server.base_url, api_key="k", **options)
+
+
+async def test_plain_answer_and_request_body(server):
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert "<predicted_observation>scripted observation" in gen.text
+    assert gen.prompt_tokens is not None and gen.finish_reason == "stop"
+    body = server.requests[-1]
+    assert body["model"] == "scripted" and body["seed"] == 7 and body["max_tokens"] == 64
+    assert body["messages"] == MESSAGES
+
+
+async def test_reasoning_content_field_is_separated():
+    with ScriptedServer(["<think>plan it</think><predicted_observation>x</predicted_observation>"],
+                        reasoning_field=True) as srv:
+        gen = await backend(srv).generate(MESSAGES, CONFIG)
+    assert gen.reasoning == "plan it"
+    assert gen.text == "<predicted_observation>x</predicted_observation>"
+
+
+async def test_latency_is_waited_out(server):
+    server.inject("latency", seconds=0.3)
+    start = time.monotonic()
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert time.monotonic() - start >= 0.3 and gen.text
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_5xx_is_retried(server, status):
+    server.inject("status", status=status, times=2)
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert gen.text and len(server.requests) == 3
+
+
+async def test_429_is_retried_after_the_servers_hint(server):
+    server.inject("status", status=429, retry_after=0.15)
+    start = time.monotonic()
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert gen.text and len(server.requests) == 2
+    assert time.monotonic() - start >= 0.15
+
+
+async def test_dropped_connection_is_retried(server):
+    server.inject("drop")
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert gen.text and len(server.requests) == 2
+
+
+async def test_malformed_body_is_retried(server):
+    server.inject("malformed")
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert gen.text and len(server.requests) == 2
+
+
+async def test_malformed_body_every_time_gives_a_clear_error(server):
+    server.inject("malformed", times=10)
+    with pytest.raises(BackendError, match="malformed response.*gave up after 2 attempts"):
+        await backend(server, max_retries=1).generate(MESSAGES, CONFIG)
+
+
+async def test_slow_stream_past_the_deadline_is_cut_and_retried(server):
+    server.inject("slow_stream", seconds=3.0)
+    start = time.monotonic()
+    gen = await backend(server, timeout=0.5).generate(MESSAGES, CONFIG)
+    assert gen.text and len(server.requests) == 2
+    assert time.monotonic() - start < 2.5
+
+
+async def test_slow_stream_within_the_deadline_is_read_whole(server):
+    server.inject("slow_stream", seconds=0.3)
+    gen = await backend(server).generate(MESSAGES, CONFIG)
+    assert "scripted observation" in gen.text and len(server.requests) == 1
+
+
+async def test_hang_times_out_and_gives_up_without_hanging(server):
+    server.inject("hang", seconds=30, times=10)
+    start = time.monotonic()
+    with pytest.raises(BackendError, match="no complete answer within 0.3s"):
+        await backend(server, timeout=0.3, max_retries=1).generate(MESSAGES, CONFIG)
+    assert time.monotonic() - start < 3
+
+
+async def test_persistent_500_gives_a_clear_error(server):
+    server.inject("status", status=500, times=100)
+    with pytest.raises(BackendError, match=r"HTTP 500: injected HTTP 500 \(gave up after 4 attempts\)"):
+        await backend(server).generate(MESSAGES, CONFIG)
+    assert len(server.requests) == 4
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_client_errors_are_not_retried(server, status):
+    server.inject("status", status=status)
+    with pytest.raises(BackendError, match=f"HTTP {status}"):
+        await backend(server).generate(MESSAGES, CONFIG)
+    assert len(server.requests) == 1
+
+
+async def test_no_server_listening_gives_a_clear_error():
+    with ScriptedServer() as srv:
+        url = srv.base_url
+    dead = OpenAIBackend("m", base_url=url, backoff=0.01, max_backoff=0.05, max_retries=2, timeout=1)
+    with pytest.raises(BackendError, match="connection failed"):
+        await dead.generate(MESSAGES, CONFIG)
+
+
+async def test_concurrency_is_limited():
+    with ScriptedServer(latency=0.1) as srv:
+        b = backend(srv, concurrency=3)
+        results = await asyncio.gather(*(b.generate(MESSAGES, CONFIG) for _ in range(10)))
+        assert len(results) == 10 and srv.max_in_flight == 3
+
+
+def test_base_url_and_key_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    monkeypatch.setenv("OPENAI_API_KEY", "secret")
+    b = OpenAIBackend("m")
+    assert b.base_url == "http://127.0.0.1:9/v1" and b.api_key == "secret"
+    assert OpenAIBackend("m", base_url="http://127.0.0.1:1/v1").base_url == "http://127.0.0.1:1/v1"

@@ -1,0 +1,79 @@
+import json
+
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.types import Trajectory
+from tests.samples import trajectory
+
+runner = CliRunner()
+ECHO = '[{"keystrokes": "echo hello\\n", "duration": 0.1}]'
+
+
+def test_simulate_with_mock_prints_the_observation():
+    result = runner.invoke(app, ["simulate", "--domain", "terminal", "--action", ECHO, "--model", "mock"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("mock observation ")
+
+
+def test_simulate_json_output(tmp_path):
+    history = tmp_path / "h.json"
+    trajectory("mcp", 2).save(history)
+    result = runner.invoke(app, ["simulate", "--history", str(history), "--model", "mock", "--json",
+                                 "--action", '{"name": "read_graph", "arguments": {}}'])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["domain"] == "mcp" and data["turn"] == 3
+    assert data["action"] == {"name": "read_graph", "arguments": {}}
+    assert data["metadata"]["model"] == "mock" and data["observation"].startswith("mock observation")
+
+
+def test_simulate_against_the_openai_backend(server):
+    result = runner.invoke(app, ["simulate", "--action", ECHO, "--model", "openai:scripted",
+                                 "--base-url", server.base_url])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("scripted observation")
+
+
+def test_simulate_reads_context_file(tmp_path):
+    ctx = tmp_path / "ctx.json"
+    ctx.write_text(json.dumps([{"name": "lookup", "description": "Look up"}]))
+    result = runner.invoke(app, ["simulate", "--domain", "mcp", "--context", str(ctx), "--model", "mock", "--json",
+                                 "--action", '{"name": "lookup", "arguments": {}}'])
+    assert result.exit_code == 0, result.output
+
+
+def test_bad_action_is_a_usage_error():
+    result = runner.invoke(app, ["simulate", "--domain", "terminal", "--action", "ls", "--model", "mock"])
+    assert result.exit_code == 2
+    assert "terminal actions are JSON" in result.output
+
+
+def test_unknown_domain_and_model_are_named():
+    result = runner.invoke(app, ["simulate", "--domain", "tv", "--action", "{}", "--model", "mock"])
+    assert result.exit_code == 2 and "unknown domain 'tv'" in result.output
+    result = runner.invoke(app, ["simulate", "--action", ECHO, "--model", "nope:x"])
+    assert result.exit_code == 1 and "unknown backend 'nope'" in result.output
+
+
+def test_unreachable_server_is_a_clear_error():
+    result = runner.invoke(app, ["simulate", "--action", ECHO, "--model", "openai:m?max_retries=0&timeout=2",
+                                 "--base-url", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 1 and "connection failed" in result.output
+
+
+def test_models_lists_every_backend():
+    result = runner.invoke(app, ["models"])
+    assert result.exit_code == 0
+    for name in ("embedded", "openai", "transformers", "mock"):
+        assert name in result.output
+
+
+def test_shell_with_piped_input_saves_the_session(tmp_path):
+    save = tmp_path / "session.json"
+    result = runner.invoke(app, ["shell", "--domain", "terminal", "--model", "mock", "--save", str(save)],
+                           input="ls\npwd\n")
+    assert result.exit_code == 0, result.output
+    saved = Trajectory.load(save)
+    assert [t.action.content[0]["keystrokes"] for t in saved.turns] == ["ls\n", "pwd\n"]
+    assert result.output.count("mock observation") == 2

@@ -1,0 +1,97 @@
+"""The shell's logic with scripted input, and the real thing driven through tmux like a person would."""
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from lwm.backends import MockBackend
+from lwm.cli.shell import SimShell, split_screen
+from lwm.types import Trajectory
+from lwm.worldmodel import WorldModel
+
+SCREENS = {
+    "ls": "user@lwm:~$ ls\nnotes.txt  run.py\nuser@lwm:~$ ",
+    "cd src": "user@lwm:~$ ls\nnotes.txt  run.py\nuser@lwm:~$ cd src\nbash: cd: src: No such file or directory\nuser@lwm:~$ ",
+}
+
+
+def scripted(messages):
+    typed = messages[-1]["content"].split('"keystrokes": "')[1].split("\\n")[0]
+    return f"<predicted_observation>{SCREENS[typed]}</predicted_observation>"
+
+
+def test_split_screen_shows_only_new_output_and_finds_the_prompt():
+    out, prompt = split_screen(SCREENS["ls"], SCREENS["cd src"], "cd src")
+    assert out == "bash: cd: src: No such file or directory" and prompt == "user@lwm:~$ "
+    out, prompt = split_screen("", "compiling...\n[=====>   ]", "make")
+    assert out == "compiling...\n[=====>   ]" and prompt is None
+
+
+def run_session(lines, tmp_path):
+    console = Console(record=True, width=120)
+    shell = SimShell(WorldModel(MockBackend(scripted), cache=False), Trajectory(domain="terminal"), console,
+                     save=tmp_path / "s.json")
+    feed = iter(lines)
+    prompts = []
+
+    def read(prompt):
+        prompts.append(prompt)
+        item = next(feed)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    return shell.run(read), console.export_text(), prompts
+
+
+def test_session_carries_history_and_handles_ctrl_c_and_ctrl_d(tmp_path):
+    traj, text, prompts = run_session(["ls", KeyboardInterrupt(), "cd src", "", EOFError()], tmp_path)
+    assert len(traj.turns) == 2
+    assert "notes.txt  run.py" in text and "^C" in text and "No such file or directory" in text
+    assert prompts[0] == "user@lwm:~$ " and prompts[-1] == "user@lwm:~$ "
+    assert Trajectory.load(tmp_path / "s.json") == traj
+
+
+def test_bad_mcp_line_is_reported_and_the_session_goes_on(tmp_path):
+    console = Console(record=True)
+    shell = SimShell(WorldModel(MockBackend(), cache=False), Trajectory(domain="mcp"), console)
+    assert "not valid JSON" in shell.handle("read_file {oops")
+    assert shell.handle('read_file {"path": "/a"}').startswith("mock observation")
+    assert len(shell.trajectory.turns) == 1
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+def test_real_terminal_session_in_tmux(tmp_path):
+    lwm = Path(sys.executable).parent / "lwm"
+    name = f"lwm-test-{time.monotonic_ns()}"
+    save = tmp_path / "s.json"
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "30",
+                    f"{lwm} shell --model mock --save {save}; sleep 30"], check=True)
+
+    def screen():
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+
+    def wait_for(text, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in screen():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared:\n{screen()}")
+
+    try:
+        wait_for("user@lwm:~$")
+        subprocess.run(["tmux", "send-keys", "-t", name, "echo hi", "Enter"], check=True)
+        wait_for("mock observation")
+        subprocess.run(["tmux", "send-keys", "-t", name, "half typed", "C-c"], check=True)
+        wait_for("^C")
+        subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
+        wait_for("trajectory saved")
+        assert len(Trajectory.load(save).turns) == 1
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], check=False)
