@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from platformdirs import user_cache_dir
@@ -29,8 +30,15 @@ def default_cache_path() -> Path:
     return Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm")) / "generations.sqlite"
 
 
+@lru_cache(maxsize=65536)
+def _digest(text: str) -> str:
+    """Per-message digests, memoized: an episode re-sends the same history strings at every step."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def cache_key(model: str, messages: list[Message], config: GenerateConfig) -> str:
-    payload = json.dumps([model, messages, config.model_dump()], ensure_ascii=False, separators=(",", ":"))
+    parts = [(m["role"], _digest(m["content"])) for m in messages]
+    payload = json.dumps([model, parts, config.model_dump()], separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,9 +20,10 @@ from typing import Any, TypeVar
 from lwm.backends import Backend, GenerateConfig, Message, load_backend
 from lwm.cache import GenerationCache, cache_key
 from lwm.domains import Domain, get_domain
-from lwm.types import Action, Observation, Trajectory
+from lwm.types import Action, Observation, Trajectory, Turn
 
 T = TypeVar("T")
+RENDER_MEMO = 65536
 MESSAGE_OVERHEAD = 8
 """Tokens a chat template adds around each message (role markers); a safe round figure."""
 
@@ -65,17 +67,17 @@ class WorldModel:
             # Small models rarely reason first; stopping at the closing tag saves many tokens.
             self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
+        self._last: tuple[str, list[Turn], list[tuple[str, str, int]]] = ("", [], [])
+        self._rendered: OrderedDict[tuple[int, int, str], tuple[Turn, tuple[str, str, int]]] = OrderedDict()
 
     # --- messages ------------------------------------------------------------------------------
     def build_prompt(self, trajectory: Trajectory, action: Action) -> Prompt:
         domain = get_domain(trajectory.domain)
         system = domain.system_prompt(trajectory.context, compact=self.compact, prompts_dir=self.prompts_dir)
-        pairs = [
-            (domain.render_action(turn.action, i), domain.render_observation(turn.observation.content))
-            for i, turn in enumerate(trajectory.turns, start=1)
-        ]
+        rendered = self._render_history(domain, trajectory.turns)
+        pairs = [(user, assistant) for user, assistant, _ in rendered]
+        cost = [tokens for _, _, tokens in rendered]
         current = domain.render_action(action, len(pairs) + 1)
-        cost = [self._count(u) + self._count(a) + 2 * MESSAGE_OVERHEAD for u, a in pairs]
         fixed = self._count(system) + self._count(current) + 2 * MESSAGE_OVERHEAD
         total, dropped = fixed + sum(cost), 0
         window = self.backend.context_window
@@ -100,6 +102,34 @@ class WorldModel:
         messages.append({"role": "user", "content": current})
         return Prompt(messages, dropped, total)
 
+    def _render_history(self, domain: Domain, turns: list[Turn]) -> list[tuple[str, str, int]]:
+        """Every earlier turn rendered; the part shared with the previous call (same turn objects) is reused."""
+        last_domain, last_turns, last_rendered = self._last
+        same = 0
+        if last_domain == domain.name:
+            for old, new in zip(last_turns, turns, strict=False):
+                if old is not new:
+                    break
+                same += 1
+        rendered = last_rendered[:same] + [self._render(domain, t, i) for i, t in enumerate(turns[same:], same + 1)]
+        self._last = (domain.name, list(turns), rendered)
+        return rendered
+
+    def _render(self, domain: Domain, turn: Turn, index: int) -> tuple[str, str, int]:
+        """A history turn as (user, assistant, tokens), memoized: an episode re-sends every earlier turn."""
+        key = (id(turn), index, domain.name)
+        hit = self._rendered.get(key)
+        if hit is not None and hit[0] is turn:  # the stored turn keeps its id from being reused
+            self._rendered.move_to_end(key)
+            return hit[1]
+        user = domain.render_action(turn.action, index)
+        assistant = domain.render_observation(turn.observation.content)
+        value = (user, assistant, self._count(user) + self._count(assistant) + 2 * MESSAGE_OVERHEAD)
+        self._rendered[key] = (turn, value)
+        if len(self._rendered) > RENDER_MEMO:
+            self._rendered.popitem(last=False)
+        return value
+
     # --- prediction ----------------------------------------------------------------------------
     def _action(self, domain: Domain, action: Action | Any) -> Action:
         return action if isinstance(action, Action) else domain.action(action)
@@ -109,8 +139,8 @@ class WorldModel:
         domain = get_domain(trajectory.domain)
         action = self._action(domain, action)
         prompt = self.build_prompt(trajectory, action)
-        key = cache_key(self.backend.name, prompt.messages, self.config)
         use_cache = self.cache is not None and self.config.deterministic
+        key = cache_key(self.backend.name, prompt.messages, self.config) if use_cache else ""
         generation = self.cache.get(key) if use_cache else None
         cached = generation is not None
         if generation is None:

@@ -1,0 +1,114 @@
+"""What lwm costs per simulated step, measured side by side in one run.
+
+1. Overhead: SimEnv.step through WorldModel with a zero-latency mock backend, against calling the
+   mock backend directly with the same messages. Target: under 1 ms per step.
+2. Embedded throughput: WorldModel.predict on the embedded llama.cpp model, against calling
+   llama-cpp-python's create_chat_completion directly on the same messages and settings, runs
+   interleaved, KV cache reset before each so both pay the full prompt. Target: at least 95%.
+
+Prints medians and ratios (machines are noisy: do not read single runs).
+Usage: python benchmarks/bench_step.py [--steps 300] [--reps 7] [--max-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from lwm.backends import GenerateConfig, MockBackend
+from lwm.cache import GenerationCache
+from lwm.envs import SimEnv
+from lwm.types import Action, Context, Trajectory
+from lwm.worldmodel import WorldModel
+
+console = Console()
+
+
+def step_action(i: int) -> str:
+    return json.dumps([{"keystrokes": f"echo step {i}\n", "duration": 0.1}])
+
+
+def overhead(steps: int, cache: bool) -> tuple[float, float]:
+    """(median ms per SimEnv.step, median ms per direct backend call) over one episode of ``steps``."""
+    backend = MockBackend()
+    store = GenerationCache(tempfile.mkdtemp() + "/bench.sqlite") if cache else False
+    env = SimEnv(WorldModel(backend, cache=store), "terminal", Context(task="benchmark"))
+    env.reset(seed=0)
+    through: list[float] = []
+    for i in range(steps):
+        start = time.perf_counter()
+        env.step(step_action(i))
+        through.append(time.perf_counter() - start)
+    direct: list[float] = []
+    loop = asyncio.new_event_loop()
+    config = GenerateConfig()
+    for messages in list(backend.calls):
+        start = time.perf_counter()
+        loop.run_until_complete(backend.generate(messages, config))
+        direct.append(time.perf_counter() - start)
+    loop.close()
+    return statistics.median(through) * 1e3, statistics.median(direct) * 1e3
+
+
+def embedded(reps: int, max_tokens: int) -> tuple[float, float]:
+    """(median tokens/s through lwm, median tokens/s calling llama-cpp-python directly)."""
+    config = GenerateConfig(temperature=0.0, seed=0, max_tokens=max_tokens)
+    wm = WorldModel("embedded", config=config, cache=False)
+    llm = wm.backend.llama
+    history = Trajectory(domain="terminal")
+    via_lwm: list[float] = []
+    direct: list[float] = []
+    for i in range(reps + 1):  # the first round warms up and is not counted
+        action = Action(content=[{"keystrokes": f"cat notes_{i}.txt\n", "duration": 0.1}])
+        messages = wm.build_prompt(history, action).messages
+        llm.reset()
+        start = time.perf_counter()
+        obs = wm.predict_sync(history, action)
+        lwm_rate = obs.metadata["completion_tokens"] / (time.perf_counter() - start)
+        llm.reset()
+        start = time.perf_counter()
+        out = llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
+                                         top_p=1.0, stop=list(wm.config.stop or []) or None)
+        direct_rate = out["usage"]["completion_tokens"] / (time.perf_counter() - start)
+        if i:
+            via_lwm.append(lwm_rate)
+            direct.append(direct_rate)
+    return statistics.median(via_lwm), statistics.median(direct)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--skip-embedded", action="store_true")
+    args = parser.parse_args()
+
+    table = Table(title="lwm per-step cost (medians)")
+    for col in ("measure", "through lwm", "direct", "lwm overhead / ratio", "target", "met"):
+        table.add_column(col)
+    with console.status("overhead with the mock backend..."):
+        for cache in (False, True):
+            lwm_ms, direct_ms = overhead(args.steps, cache)
+            extra = lwm_ms - direct_ms
+            table.add_row(f"SimEnv.step, mock, {args.steps}-step episode" + (", disk cache on" if cache else ""),
+                          f"{lwm_ms:.3f} ms", f"{direct_ms:.3f} ms", f"{extra:.3f} ms", "< 1 ms",
+                          "yes" if extra < 1.0 else "NO")
+    if not args.skip_embedded:
+        with console.status("embedded throughput (llama.cpp, interleaved)..."):
+            lwm_rate, direct_rate = embedded(args.reps, args.max_tokens)
+        ratio = lwm_rate / direct_rate
+        table.add_row(f"embedded SmolLM2 generation, {args.reps} interleaved runs", f"{lwm_rate:.1f} tok/s",
+                      f"{direct_rate:.1f} tok/s", f"{ratio:.1%}", ">= 95%", "yes" if ratio >= 0.95 else "NO")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
