@@ -2,6 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
+from lwm.backends.transformers import TransformersBackend
 from lwm.cli import app
 from lwm.types import Trajectory
 from tests.samples import trajectory
@@ -67,6 +68,8 @@ def test_models_lists_every_backend():
     assert result.exit_code == 0
     for name in ("embedded", "openai", "transformers", "mock"):
         assert name in result.output
+    wide = runner.invoke(app, ["models"], env={"COLUMNS": "250"})
+    assert TransformersBackend.info().detail in wide.output  # markup-like "[transformers]" survives
 
 
 def test_shell_with_piped_input_saves_the_session(tmp_path):

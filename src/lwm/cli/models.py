@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lwm.backends import backend_infos
@@ -15,7 +16,7 @@ def models() -> None:
     for column in ("backend", "usable", "spec example", "detail"):
         table.add_column(column)
     for info in backend_infos():
-        table.add_row(info.name, "[green]yes[/]" if info.usable else "[red]no[/]", info.example, info.detail)
+        table.add_row(info.name, "[green]yes[/]" if info.usable else "[red]no[/]", escape(info.example), escape(info.detail))
     Console().print(table)
 
 
