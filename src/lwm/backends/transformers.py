@@ -64,7 +64,9 @@ class TransformersBackend:
 
         with self._lock:
             self._ensure()
-            ids = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+            encoded = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                          return_dict=True)
+            ids = encoded["input_ids"]
             if config.seed is not None:
                 torch.manual_seed(config.seed)
             sampling = {"do_sample": True, "temperature": config.temperature} if config.temperature > 0 else \
@@ -72,7 +74,8 @@ class TransformersBackend:
             if config.top_p is not None and config.temperature > 0:
                 sampling["top_p"] = config.top_p
             with torch.no_grad():
-                out = self._model.generate(ids, max_new_tokens=config.max_tokens,
+                out = self._model.generate(ids, attention_mask=encoded["attention_mask"],
+                                           max_new_tokens=config.max_tokens,
                                            pad_token_id=self._tokenizer.eos_token_id, **sampling)
             new = out[0, ids.shape[1]:]
             text = self._tokenizer.decode(new, skip_special_tokens=True)

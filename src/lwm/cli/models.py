@@ -16,7 +16,8 @@ def models() -> None:
     for column in ("backend", "usable", "spec example", "detail"):
         table.add_column(column)
     for info in backend_infos():
-        table.add_row(info.name, "[green]yes[/]" if info.usable else "[red]no[/]", escape(info.example), escape(info.detail))
+        usable = "[green]yes[/]" if info.usable else "[red]no[/]"
+        table.add_row(info.name, usable, escape(info.example), escape(info.detail))
     Console().print(table)
 
 
