@@ -7,7 +7,7 @@
    interleaved, KV cache reset before each so both pay the full prompt. Target: at least 95%.
 
 Prints medians and ratios (machines are noisy: do not read single runs).
-Usage: python benchmarks/bench_step.py [--steps 300] [--reps 7] [--max-tokens 64]
+Usage: python benchmarks/bench_step.py [--steps 300] [--rounds 3] [--reps 10] [--max-tokens 64]
 """
 
 from __future__ import annotations
@@ -65,28 +65,38 @@ def embedded(reps: int, max_tokens: int) -> tuple[float, float]:
     history = Trajectory(domain="terminal")
     via_lwm: list[float] = []
     direct: list[float] = []
-    for i in range(reps + 1):  # the first round warms up and is not counted
-        action = Action(content=[{"keystrokes": f"cat notes_{i}.txt\n", "duration": 0.1}])
-        messages = wm.build_prompt(history, action).messages
+    def through_lwm(action: Action) -> float:
         llm.reset()
         start = time.perf_counter()
         obs = wm.predict_sync(history, action)
-        lwm_rate = obs.metadata["completion_tokens"] / (time.perf_counter() - start)
+        return obs.metadata["completion_tokens"] / (time.perf_counter() - start)
+
+    def directly(messages: list) -> float:
         llm.reset()
         start = time.perf_counter()
         out = llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
                                          top_p=1.0, stop=list(wm.config.stop or []) or None)
-        direct_rate = out["usage"]["completion_tokens"] / (time.perf_counter() - start)
+        return out["usage"]["completion_tokens"] / (time.perf_counter() - start)
+
+    for i in range(reps + 1):  # the first round warms up and is not counted
+        action = Action(content=[{"keystrokes": f"cat notes_{i}.txt\n", "duration": 0.1}])
+        messages = wm.build_prompt(history, action).messages
+        if i % 2:  # alternate which goes first, so drift on a noisy machine does not favour one side
+            rates = directly(messages), through_lwm(action)
+            rates = rates[1], rates[0]
+        else:
+            rates = through_lwm(action), directly(messages)
         if i:
-            via_lwm.append(lwm_rate)
-            direct.append(direct_rate)
+            via_lwm.append(rates[0])
+            direct.append(rates[1])
     return statistics.median(via_lwm), statistics.median(direct)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--skip-embedded", action="store_true")
     args = parser.parse_args()
@@ -95,12 +105,16 @@ def main() -> None:
     for col in ("measure", "through lwm", "direct", "lwm overhead / ratio", "target", "met"):
         table.add_column(col)
     with console.status("overhead with the mock backend..."):
-        for cache in (False, True):
-            lwm_ms, direct_ms = overhead(args.steps, cache)
-            extra = lwm_ms - direct_ms
-            table.add_row(f"SimEnv.step, mock, {args.steps}-step episode" + (", disk cache on" if cache else ""),
-                          f"{lwm_ms:.3f} ms", f"{direct_ms:.3f} ms", f"{extra:.3f} ms", "< 1 ms",
-                          "yes" if extra < 1.0 else "NO")
+        for steps in (50, args.steps):
+            for cache in (False, True):
+                # Rounds smooth out a noisy machine: the median over rounds of each round's median.
+                rounds = [overhead(steps, cache) for _ in range(args.rounds)]
+                lwm_ms = statistics.median(r[0] for r in rounds)
+                direct_ms = statistics.median(r[1] for r in rounds)
+                extra = lwm_ms - direct_ms
+                table.add_row(f"SimEnv.step, mock, {steps}-step episode" + (", disk cache on" if cache else ""),
+                              f"{lwm_ms:.3f} ms", f"{direct_ms:.3f} ms", f"{extra:.3f} ms", "< 1 ms",
+                              "yes" if extra < 1.0 else "NO")
     if not args.skip_embedded:
         with console.status("embedded throughput (llama.cpp, interleaved)..."):
             lwm_rate, direct_rate = embedded(args.reps, args.max_tokens)

@@ -120,3 +120,9 @@ def test_compact_backends_stop_at_the_closing_tag():
 def test_spec_string_selects_the_backend():
     assert WorldModel("mock", cache=False).backend.name == "mock"
     assert WorldModel("mock:x", cache=False).backend.name == "mock:x"
+
+
+async def test_predict_sync_works_inside_a_running_event_loop():
+    wm = WorldModel(MockBackend(), cache=False)
+    obs = wm.predict_sync(trajectory("terminal"), LS)
+    assert obs.content.startswith("mock observation")

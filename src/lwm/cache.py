@@ -31,15 +31,15 @@ def default_cache_path() -> Path:
 
 
 @lru_cache(maxsize=65536)
-def _digest(text: str) -> str:
+def _digest(text: str) -> bytes:
     """Per-message digests, memoized: an episode re-sends the same history strings at every step."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).digest()
 
 
 def cache_key(model: str, messages: list[Message], config: GenerateConfig) -> str:
-    parts = [(m["role"], _digest(m["content"])) for m in messages]
-    payload = json.dumps([model, parts, config.model_dump()], separators=(",", ":"))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    key = hashlib.sha256(json.dumps([model, config.model_dump()]).encode("utf-8"))
+    key.update(b"".join(m["role"].encode() + _digest(m["content"]) for m in messages))
+    return key.hexdigest()
 
 
 class GenerationCache:

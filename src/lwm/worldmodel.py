@@ -173,21 +173,39 @@ class WorldModel:
 
 
 class _LoopThread:
-    """One background event loop for sync callers, so async clients keep a single loop."""
+    """A background event loop, for sync calls made from inside a running loop (e.g. a notebook)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="lwm-loop", daemon=True).start()
 
 
-_loop: _LoopThread | None = None
-_loop_lock = threading.Lock()
+_background: _LoopThread | None = None
+_background_lock = threading.Lock()
+_local = threading.local()
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, inside or outside a running event loop."""
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = _LoopThread()
-    return asyncio.run_coroutine_threadsafe(coro, _loop.loop).result()
+    """Run a coroutine to completion from sync code.
+
+    Each thread keeps one event loop of its own, so async clients (bound to a loop) are reused from
+    call to call without a thread hop; inside an already running loop, a background loop runs it.
+    """
+    global _background
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        loop = getattr(_local, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = _local.loop = asyncio.new_event_loop()
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        except BaseException:  # Ctrl+C: abandon the call instead of leaving it pending in the loop
+            task.cancel()
+            loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+            raise
+    with _background_lock:
+        if _background is None:
+            _background = _LoopThread()
+    return asyncio.run_coroutine_threadsafe(coro, _background.loop).result()

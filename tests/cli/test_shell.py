@@ -95,3 +95,28 @@ def test_real_terminal_session_in_tmux(tmp_path):
         assert len(Trajectory.load(save).turns) == 1
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], check=False)
+
+
+def test_ctrl_c_during_a_prediction_abandons_it_and_the_shell_goes_on(tmp_path):
+    interrupted = []
+
+    def answer(messages):
+        if not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt  # what Ctrl+C does while the model is working
+        return "<predicted_observation>user@lwm:~$ ls\nnotes.txt\nuser@lwm:~$ </predicted_observation>"
+
+    console = Console(record=True)
+    shell = SimShell(WorldModel(MockBackend(answer), cache=False), Trajectory(domain="terminal"), console)
+    feed = iter(["ls", "ls", EOFError()])
+
+    def read(prompt):
+        item = next(feed)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    traj = shell.run(read)
+    text = console.export_text()
+    assert "prediction abandoned" in text and "notes.txt" in text
+    assert len(traj.turns) == 1
