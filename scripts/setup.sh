@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tmux:tmux"; do
+for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tmux:tmux" "bubblewrap:bwrap"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd#*:}
   if [ -n "$cmd" ]; then command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
   else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi

@@ -1,0 +1,45 @@
+"""Bubblewrap sandboxes for real environments: no network, only their own folder writable.
+
+The whole filesystem is mounted read-only, ``/tmp`` is a private tmpfs, ``/dev`` and ``/proc`` are
+fresh, and the work folder is the one writable place (also ``HOME``). The network namespace is
+unshared, so nothing inside can reach any address, loopback included of the host.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing; the message says how to install it."""
+
+
+def bwrap_path() -> str:
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap "
+                                 "(make setup does this)")
+    return path
+
+
+@dataclass
+class Sandbox:
+    workdir: Path
+    hostname: str = "sandbox"
+    env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self, *command: str) -> list[str]:
+        """The bwrap command line that runs ``command`` inside the sandbox, in the work folder."""
+        work = str(self.workdir.resolve())
+        args = [
+            bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--bind", work, work, "--chdir", work, "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--hostname", self.hostname, "--die-with-parent",
+            "--clearenv", "--setenv", "HOME", work, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "xterm-256color",
+        ]
+        for key, value in self.env.items():
+            args += ["--setenv", key, value]
+        return [*args, "--", *command]

@@ -1,0 +1,184 @@
+"""The real SWE environment: a Python project under git, worked on through tools, in a sandbox.
+
+Tools (their JSON-schema definitions become the session's context): ``bash`` (a shell command in the
+bubblewrap sandbox, with its exit code), ``read_file`` (numbered lines, optional range),
+``write_file``, ``str_replace`` (exactly one occurrence), ``list_dir`` and ``search`` (grep). File tools
+are confined to the repository; every answer is what the tool really returned, errors included.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lwm.envs.base import TextEnv
+from lwm.envs.real.sandbox import Sandbox
+from lwm.registry import register
+from lwm.types import Action, Context, Observation, Provenance
+
+
+def _schema(description: str, required: list[str], **props: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "description": description,
+        "inputSchema": {"type": "object", "required": required,
+                        "properties": {k: {"type": t, "description": d} for k, (t, d) in props.items()}},
+    }
+
+
+TOOLS: list[dict[str, Any]] = [
+    {"name": "bash", **_schema("Run a shell command in the repository; returns its output and exit code.",
+                               ["command"], command=("string", "the command"),
+                               timeout=("integer", "seconds before it is stopped (default 60)"))},
+    {"name": "read_file", **_schema("Read a text file with line numbers, optionally a range of lines.",
+                                    ["path"], path=("string", "path relative to the repository"),
+                                    start_line=("integer", "first line (1-based)"),
+                                    end_line=("integer", "last line, inclusive"))},
+    {"name": "write_file", **_schema("Create or overwrite a file with the given content.", ["path", "content"],
+                                     path=("string", "path relative to the repository"),
+                                     content=("string", "the whole new content"))},
+    {"name": "str_replace", **_schema("Replace the one occurrence of old_str in a file with new_str.",
+                                      ["path", "old_str", "new_str"], path=("string", "file path"),
+                                      old_str=("string", "text to replace; must occur exactly once"),
+                                      new_str=("string", "replacement text"))},
+    {"name": "list_dir", **_schema("List a directory (directories end with /).", [],
+                                   path=("string", "directory, default the repository root"))},
+    {"name": "search", **_schema("Search files for a regular expression (grep -rn).", ["pattern"],
+                                 pattern=("string", "regular expression"),
+                                 path=("string", "where to search, default the repository root"))},
+]
+
+
+class ToolError(Exception):
+    """A tool call the real tool refuses; its message is the observation."""
+
+
+def unpack_project(source: Path, into: Path) -> Path:
+    """Copy a project folder or unpack a source distribution (.tar.gz) into ``into``; returns its root."""
+    if source.is_dir():
+        target = into / source.name
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc"))
+        return target
+    with tarfile.open(source) as archive:
+        archive.extractall(into, filter="data")
+    roots = [p for p in into.iterdir() if p.is_dir()]
+    return roots[0] if len(roots) == 1 else into
+
+
+@register("env", "swe")
+class SWEEnv(TextEnv):
+    def __init__(self, project: str | Path, context: Context | None = None, *, command_timeout: float = 60.0,
+                 render_mode: str | None = None):
+        self.project = Path(project)
+        if not self.project.exists():
+            raise FileNotFoundError(f"SWE project not found: {self.project}")
+        self.command_timeout = command_timeout
+        self.root: Path | None = None
+        self._tmp: Path | None = None
+        super().__init__("swe", (context or Context()).model_copy(update={"tools": TOOLS}), render_mode)
+
+    def provenance(self) -> Provenance:
+        return Provenance(source="real", environment=f"swe:{self.project.name}", extra={"tools": len(TOOLS)})
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
+        self.close()
+        self._tmp = Path(tempfile.mkdtemp(prefix="lwm-swe-"))
+        self.root = unpack_project(self.project, self._tmp)
+        git = ["git", "-c", "user.name=lwm", "-c", "user.email=lwm@localhost"]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "initial import"]):
+            subprocess.run([*git, *args], cwd=self.root, check=True, capture_output=True)
+        return self._list_dir(".")
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        self._tmp = self.root = None
+
+    def transition(self, action: Action) -> Observation:
+        name, args = action.content["name"], action.content["arguments"]
+        started = time.monotonic()
+        handler = getattr(self, f"_{name}", None) if name in {t["name"] for t in TOOLS} else None
+        try:
+            if handler is None:
+                raise ToolError(f"Error: unknown tool '{name}'. Available: {', '.join(t['name'] for t in TOOLS)}")
+            text, error = handler(**args), False
+        except ToolError as exc:
+            text, error = str(exc), True
+        except TypeError as exc:
+            text, error = f"Error: invalid arguments for {name}: {exc}", True
+        return Observation(content=text, metadata={"tool": name, "error": error,
+                                                   "seconds": round(time.monotonic() - started, 4)})
+
+    # --- tools ---------------------------------------------------------------------------------
+    def _path(self, path: str) -> Path:
+        assert self.root is not None, "reset() first"
+        full = (self.root / path).resolve()
+        if full != self.root.resolve() and self.root.resolve() not in full.parents:
+            raise ToolError(f"Error: {path}: outside the repository")
+        return full
+
+    def _bash(self, command: str, timeout: int | float | None = None) -> str:
+        assert self.root is not None, "reset() first"
+        limit = float(timeout or self.command_timeout)
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        argv = Sandbox(self.root, env={"PATH": path}).argv("bash", "-c", command)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return f"{out}[command timed out after {limit:g} s]"
+        output = done.stdout + done.stderr
+        if output and not output.endswith("\n"):
+            output += "\n"
+        return f"{output}[exit code: {done.returncode}]"
+
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        full = self._path(path)
+        if not full.exists():
+            raise ToolError(f"Error: file not found: {path}")
+        if full.is_dir():
+            raise ToolError(f"Error: {path} is a directory")
+        lines = full.read_text(errors="replace").splitlines()
+        start = max(1, start_line or 1)
+        end = min(len(lines), end_line or len(lines))
+        if start > max(len(lines), 1):
+            raise ToolError(f"Error: start_line {start} is past the end of {path} ({len(lines)} lines)")
+        return "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
+
+    def _write_file(self, path: str, content: str) -> str:
+        full = self._path(path)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(content)
+        return f"Wrote {len(content.encode())} bytes to {path}"
+
+    def _str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        full = self._path(path)
+        if not full.is_file():
+            raise ToolError(f"Error: file not found: {path}")
+        text = full.read_text(errors="replace")
+        count = text.count(old_str) if old_str else 0
+        if count != 1:
+            raise ToolError(f"Error: old_str occurs {count} times in {path}; it must occur exactly once")
+        full.write_text(text.replace(old_str, new_str, 1))
+        line = text[: text.index(old_str)].count("\n") + 1
+        return f"Replaced 1 occurrence in {path} at line {line}"
+
+    def _list_dir(self, path: str = ".") -> str:
+        full = self._path(path)
+        if not full.is_dir():
+            raise ToolError(f"Error: not a directory: {path}")
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in full.iterdir() if p.name != ".git")
+        return "\n".join(entries) if entries else "(empty directory)"
+
+    def _search(self, pattern: str, path: str = ".") -> str:
+        self._path(path)
+        out = self._bash(f"grep -rnE --exclude-dir=.git -- {shlex.quote(pattern)} {shlex.quote(path)} | head -n 100")
+        body = out.rsplit("[exit code:", 1)[0].rstrip("\n")
+        return body or f"No matches for {pattern!r} in {path}"

@@ -1,0 +1,115 @@
+"""The real terminal: bash inside tmux, inside a bubblewrap sandbox.
+
+Actions are keystroke lists (``{"keystrokes", "duration"}``): text is typed literally, ``\\n`` is
+Enter, and a whole step that is a tmux key name (``C-c``, ``Tab``, ``Up``…) is sent as that key. After
+each step the environment waits ``duration`` seconds; the observation is the visible screen of a
+fixed-size pane. Each environment has its own tmux server (private socket) and work folder.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lwm.envs.base import TextEnv
+from lwm.envs.real.sandbox import Sandbox
+from lwm.registry import register
+from lwm.types import Action, Context, Observation, Provenance
+
+TMUX_KEY = re.compile(r"^(C-|M-|S-)?[A-Za-z0-9\[\]]+$")
+NAMED_KEYS = {"Enter", "Tab", "BTab", "Escape", "Up", "Down", "Left", "Right", "Home", "End", "PageUp", "PageDown",
+              "PPage", "NPage", "BSpace", "DC", "IC", "Space"}
+PS1 = r"user@sandbox:\w$ "
+
+
+def is_key(keystrokes: str) -> bool:
+    """Whether a step is a tmux key name (sent as a key) rather than text to type."""
+    return keystrokes in NAMED_KEYS or bool(TMUX_KEY.match(keystrokes) and keystrokes[:2] in {"C-", "M-", "S-"})
+
+
+@register("env", "terminal")
+class TerminalEnv(TextEnv):
+    def __init__(self, context: Context | None = None, *, workdir: str | Path | None = None, width: int = 100,
+                 height: int = 30, start_timeout: float = 10.0, render_mode: str | None = None):
+        self.width, self.height, self.start_timeout = width, height, start_timeout
+        super().__init__("terminal", context, render_mode)
+        self._given_workdir = Path(workdir) if workdir else None
+        self.workdir: Path | None = None
+        self._server: Any = None
+        self._pane: Any = None
+
+    def provenance(self) -> Provenance:
+        return Provenance(source="real", environment="terminal:bash-tmux-bwrap",
+                          extra={"tmux": shutil.which("tmux"), "size": f"{self.width}x{self.height}"})
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def _start(self) -> None:
+        import libtmux
+
+        self.close()
+        self.workdir = self._given_workdir or Path(tempfile.mkdtemp(prefix="lwm-term-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        sandbox = Sandbox(self.workdir, env={"PS1": PS1})
+        command = shlex.join(sandbox.argv("bash", "--noprofile", "--norc", "-i"))
+        socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
+        self._server = libtmux.Server(socket_path=socket)
+        session = self._server.new_session(session_name="lwm", window_command=command, x=self.width, y=self.height)
+        self._server.cmd("set-option", "-g", "status", "off")
+        self._server.cmd("set-option", "-g", "history-limit", "5000")
+        self._pane = session.active_window.active_pane
+        self._wait_for_prompt()
+
+    def _wait_for_prompt(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.screen().rstrip().endswith("$"):
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"the sandboxed shell did not show a prompt within {self.start_timeout}s:\n{self.screen()}")
+
+    def close(self) -> None:
+        if self._server is not None:
+            try:
+                self._server.kill()
+            except Exception:  # already gone
+                pass
+            self._server = self._pane = None
+        if self.workdir is not None and self._given_workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.workdir = None
+
+    # --- the contract --------------------------------------------------------------------------
+    def screen(self) -> str:
+        lines = self._pane.capture_pane() or []
+        return "\n".join(lines).rstrip("\n")
+
+    def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
+        self._start()
+        for setup in options.get("setup", []):  # commands that prepare the episode, then a clean screen
+            self._type(setup + "\n", 0.2)
+        if options.get("setup"):
+            self._type("clear\n", 0.1)
+        return self.screen()
+
+    def _type(self, keystrokes: str, duration: float) -> None:
+        if is_key(keystrokes):
+            self._pane.send_keys(keystrokes, enter=False)
+        else:
+            for i, chunk in enumerate(keystrokes.split("\n")):
+                if i:
+                    self._pane.send_keys("Enter", enter=False)
+                if chunk:
+                    self._pane.send_keys(chunk, enter=False, literal=True)
+        time.sleep(duration)
+
+    def transition(self, action: Action) -> Observation:
+        started = time.monotonic()
+        for step in action.content:
+            self._type(step["keystrokes"], float(step.get("duration", 0.1)))
+        return Observation(content=self.screen(), metadata={"seconds": round(time.monotonic() - started, 4)})

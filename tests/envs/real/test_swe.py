@@ -1,0 +1,96 @@
+"""The real SWE environment on a small project with a failing test (tests/fixtures/swe_project)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lwm.envs.real import SWEEnv
+from tests.envs.real.conftest import needs_sandbox
+
+pytestmark = needs_sandbox
+PROJECT = Path(__file__).parents[2] / "fixtures" / "swe_project"
+
+
+def call(name: str, **arguments) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+@pytest.fixture
+def env():
+    e = SWEEnv(PROJECT)
+    yield e
+    e.close()
+
+
+def test_tools_are_the_context_and_reset_lists_the_repository(env):
+    obs, _ = env.reset()
+    assert obs.splitlines() == ["README.md", "calc/", "pyproject.toml", "tests/"]
+    assert [t["name"] for t in env.trajectory.context.tools] == [
+        "bash", "read_file", "write_file", "str_replace", "list_dir", "search"]
+
+
+def test_fix_a_bug_with_real_tools(env):
+    env.reset()
+    obs, *_ = env.step(call("bash", command="python -m pytest -q -p no:cacheprovider 2>&1 | tail -1"))
+    assert "1 failed, 2 passed" in obs and obs.endswith("[exit code: 0]")
+    obs, *_ = env.step(call("read_file", path="calc/ops.py", start_line=11, end_line=13))
+    assert obs.splitlines()[0] == "    11\tdef mean(values):"
+    obs, *_ = env.step(call("str_replace", path="calc/ops.py", old_str="return sum(values) / len(values)",
+                            new_str="return sum(values) / len(values) if values else 0.0"))
+    assert obs == "Replaced 1 occurrence in calc/ops.py at line 13"
+    obs, *_ = env.step(call("bash", command="python -m pytest -q -p no:cacheprovider 2>&1 | tail -1; git status --short"))
+    assert "3 passed" in obs and "M calc/ops.py" in obs
+    obs, *_ = env.step(call("search", pattern="def (add|mean)"))
+    assert obs.splitlines() == ["./calc/ops.py:1:def add(a, b):", "./calc/ops.py:11:def mean(values):"]
+    assert len(env.trajectory.turns) == 5
+
+
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        ("read_file", {"path": "nope.py"}, "Error: file not found: nope.py"),
+        ("read_file", {"path": "../../etc/passwd"}, "Error: ../../etc/passwd: outside the repository"),
+        ("str_replace", {"path": "calc/ops.py", "old_str": "return", "new_str": "x"},
+         "Error: old_str occurs 3 times in calc/ops.py; it must occur exactly once"),
+        ("list_dir", {"path": "README.md"}, "Error: not a directory: README.md"),
+        ("bash", {"command": "exit 3"}, "[exit code: 3]"),
+        ("bash", {"command": "sleep 5", "timeout": 1}, "[command timed out after 1 s]"),
+        ("grep", {"pattern": "x"}, "Error: unknown tool 'grep'. Available: bash, read_file, write_file, "
+                                   "str_replace, list_dir, search"),
+        ("read_file", {"file": "x"}, "Error: invalid arguments for read_file"),
+    ],
+)
+def test_tool_errors_are_what_the_tool_says(env, name, arguments, expected):
+    env.reset()
+    obs, _, _, _, info = env.step(call(name, **arguments))
+    assert obs.startswith(expected) or obs.endswith(expected)
+
+
+def test_write_then_read_round_trips(env):
+    env.reset()
+    env.step(call("write_file", path="docs/notes.md", content="one\ntwo\n"))
+    obs, *_ = env.step(call("read_file", path="docs/notes.md"))
+    assert obs == "     1\tone\n     2\ttwo"
+
+
+def test_bash_is_sandboxed(env):
+    env.reset()
+    obs, *_ = env.step(call("bash", command="touch /usr/lwm-probe; python3 -c \"import urllib.request as u; "
+                                            "u.urlopen('http://127.0.0.1:9', timeout=2)\" 2>&1 | tail -1"))
+    assert "Read-only file system" in obs and "URLError" in obs
+    assert not Path("/usr/lwm-probe").exists()
+
+
+def test_a_source_distribution_is_unpacked(tmp_path):
+    import tarfile
+
+    archive = tmp_path / "calc-0.1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(PROJECT, arcname="calc-0.1.0")
+    env = SWEEnv(archive)
+    try:
+        obs, _ = env.reset()
+        assert "calc/" in obs and env.root.name == "calc-0.1.0"
+    finally:
+        env.close()
