@@ -1,4 +1,4 @@
-"""One registry for every pluggable part: backends, domains, environments, metrics.
+"""One registry for every pluggable part: backends, domains, environments, metrics, explorers.
 
 Parts register with a decorator (``@register("domain", "terminal")``). A third-party package adds
 its own by declaring an entry point in the ``lwm.plugins`` group that points at a module; importing
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, Literal, TypeVar
 
-Kind = Literal["backend", "domain", "env", "metric"]
+Kind = Literal["backend", "domain", "env", "metric", "explorer"]
 T = TypeVar("T")
 
-_BUILTIN_MODULES = ("lwm.domains", "lwm.backends", "lwm.envs")
+_BUILTIN_MODULES = ("lwm.domains", "lwm.backends", "lwm.envs", "lwm.envs.real", "lwm.collect.explorers")
 _parts: dict[str, dict[str, Any]] = {}
 _loaded = False
 

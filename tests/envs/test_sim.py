@@ -56,7 +56,7 @@ def test_invalid_action_gets_an_error_observation_not_an_exception():
     env = make("terminal")
     env.reset()
     obs, reward, terminated, truncated, info = env.step("rm -rf /")
-    assert obs.startswith("Error: invalid action") and "JSON" in info["error"]
+    assert obs.startswith("Error: invalid action") and "JSON" in info["invalid_action"]
     assert env.trajectory.turns == []
 
 

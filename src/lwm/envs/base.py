@@ -5,12 +5,13 @@ terminated, truncated, info)``, with text observations and text actions (the act
 writes it: JSON for terminal/MCP/…, code for web/OS). Subclasses supply the initial observation and
 one transition; this class keeps the trajectory, so every environment records what happened the same
 way. An action that does not parse is answered with an error observation, as a real tool would, and
-``info["error"]`` says why. Limits on episode length come from wrappers (``TimeLimit``).
+``info["invalid_action"]`` says why. Limits on episode length come from wrappers (``TimeLimit``).
 """
 
 from __future__ import annotations
 
 import string
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -82,12 +83,17 @@ class TextEnv(gym.Env[str, str]):
                 self.domain.action_from_text(action) if isinstance(action, str) else self.domain.action(action)
         except ActionError as exc:
             self._last = f"Error: invalid action: {exc}"
-            return self._last, 0.0, False, False, {"error": str(exc), "turn": len(self.trajectory.turns)}
+            return self._last, 0.0, False, False, {"invalid_action": str(exc), "turn": len(self.trajectory.turns)}
+        started = time.perf_counter()
         observation = self.transition(parsed)
+        seconds = round(time.perf_counter() - started, 4)
+        info = {"turn": len(self.trajectory.turns) + 1, **observation.metadata}
+        # The step's duration is recorded with the turn (provenance), but kept out of info: Gymnasium
+        # expects equal infos for equal seeds and actions.
+        observation = observation.model_copy(update={"metadata": {**observation.metadata, "seconds": seconds}})
         self.trajectory = self.trajectory.extended(parsed, observation)
         reward, terminated = self.reward(parsed, observation)
         self._last = observation.content
-        info = {"turn": len(self.trajectory.turns), **observation.metadata}
         return observation.content, reward, terminated, False, info
 
     def render(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The real SWE environment on a small project with a failing test (tests/fixtures/swe_project)."""
+"""The real SWE environment on the bundled small project with a failing test (projects/calc)."""
 
 import json
 from pathlib import Path
@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 
 from lwm.envs.real import SWEEnv
+from lwm.envs.real.swe import DEFAULT_PROJECT
 from tests.envs.real.conftest import needs_sandbox
 
 pytestmark = needs_sandbox
-PROJECT = Path(__file__).parents[2] / "fixtures" / "swe_project"
+PROJECT = DEFAULT_PROJECT
 
 
 def call(name: str, **arguments) -> str:

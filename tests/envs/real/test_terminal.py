@@ -4,7 +4,6 @@ import json
 import shutil
 import socket
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -67,7 +66,6 @@ def test_sandbox_has_no_network_and_only_its_folder_is_writable(env, outside_dir
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     port = listener.getsockname()[1]
-    threading.Thread(target=lambda: listener.accept(), daemon=True).start()
     outside = outside_dir / "outside.txt"
     env.reset()
     obs, *_ = env.step(keys((f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" "

@@ -29,13 +29,19 @@ class Sandbox:
     workdir: Path
     hostname: str = "sandbox"
     env: dict[str, str] = field(default_factory=dict)
+    mount_at: str | None = None
+    """Where the work folder appears inside (e.g. ``/home/user``), so paths do not show the temp dir."""
 
     def argv(self, *command: str) -> list[str]:
         """The bwrap command line that runs ``command`` inside the sandbox, in the work folder."""
-        work = str(self.workdir.resolve())
+        source = str(self.workdir.resolve())
+        work = self.mount_at or source
+        top = "/" + Path(work).parts[1] if len(Path(work).parts) > 2 else "/"
+        # A fixed mount point is created inside a private tmpfs over its top folder (e.g. /home).
+        extra = ["--tmpfs", top] if self.mount_at and top not in ("/", "/tmp") else []
         args = [
-            bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", work, work, "--chdir", work, "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *extra,
+            "--bind", source, work, "--chdir", work, "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--hostname", self.hostname, "--die-with-parent",
             "--clearenv", "--setenv", "HOME", work, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
             "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "xterm-256color",

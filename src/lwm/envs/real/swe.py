@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,10 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+DEFAULT_PROJECT = Path(__file__).parent / "projects" / "calc"
+"""A tiny bundled project with one failing test; real work should use a real project (--project)."""
+
+
 class ToolError(Exception):
     """A tool call the real tool refuses; its message is the observation."""
 
@@ -73,8 +76,8 @@ def unpack_project(source: Path, into: Path) -> Path:
 
 @register("env", "swe")
 class SWEEnv(TextEnv):
-    def __init__(self, project: str | Path, context: Context | None = None, *, command_timeout: float = 60.0,
-                 render_mode: str | None = None):
+    def __init__(self, project: str | Path = DEFAULT_PROJECT, context: Context | None = None, *,
+                 command_timeout: float = 60.0, render_mode: str | None = None):
         self.project = Path(project)
         if not self.project.exists():
             raise FileNotFoundError(f"SWE project not found: {self.project}")
@@ -103,7 +106,6 @@ class SWEEnv(TextEnv):
 
     def transition(self, action: Action) -> Observation:
         name, args = action.content["name"], action.content["arguments"]
-        started = time.monotonic()
         handler = getattr(self, f"_{name}", None) if name in {t["name"] for t in TOOLS} else None
         try:
             if handler is None:
@@ -113,8 +115,7 @@ class SWEEnv(TextEnv):
             text, error = str(exc), True
         except TypeError as exc:
             text, error = f"Error: invalid arguments for {name}: {exc}", True
-        return Observation(content=text, metadata={"tool": name, "error": error,
-                                                   "seconds": round(time.monotonic() - started, 4)})
+        return Observation(content=text, metadata={"tool": name, "tool_error": error})
 
     # --- tools ---------------------------------------------------------------------------------
     def _path(self, path: str) -> Path:
@@ -128,7 +129,8 @@ class SWEEnv(TextEnv):
         assert self.root is not None, "reset() first"
         limit = float(timeout or self.command_timeout)
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
-        argv = Sandbox(self.root, env={"PATH": path}).argv("bash", "-c", command)
+        sandbox = Sandbox(self.root, env={"PATH": path}, mount_at=f"/home/user/{self.root.name}")
+        argv = sandbox.argv("bash", "-c", command)
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, errors="replace")
         except subprocess.TimeoutExpired as exc:

@@ -8,6 +8,7 @@ fixed-size pane. Each environment has its own tmux server (private socket) and w
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -26,6 +27,7 @@ TMUX_KEY = re.compile(r"^(C-|M-|S-)?[A-Za-z0-9\[\]]+$")
 NAMED_KEYS = {"Enter", "Tab", "BTab", "Escape", "Up", "Down", "Left", "Right", "Home", "End", "PageUp", "PageDown",
               "PPage", "NPage", "BSpace", "DC", "IC", "Space"}
 PS1 = r"user@sandbox:\w$ "
+HOME = "/home/user"
 
 
 def is_key(keystrokes: str) -> bool:
@@ -50,14 +52,25 @@ class TerminalEnv(TextEnv):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
+        self.close()
+        try:
+            self._launch()
+        except BaseException:
+            self.close()  # never leave a tmux server behind a failed start
+            raise
+
+    def _launch(self) -> None:
         import libtmux
 
-        self.close()
         self.workdir = self._given_workdir or Path(tempfile.mkdtemp(prefix="lwm-term-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        sandbox = Sandbox(self.workdir, env={"PS1": PS1})
-        command = shlex.join(sandbox.argv("bash", "--noprofile", "--norc", "-i"))
+        sandbox = Sandbox(self.workdir, env={"PS1": PS1}, mount_at=HOME)
         socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
+        # A watchdog started with the shell itself (so no kill can fall between the two): when this
+        # process dies, even by SIGKILL, it takes the tmux server and the sandboxed shell with it.
+        watchdog = f"(while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; tmux -S {socket} kill-server) &"
+        shell = shlex.join(sandbox.argv("bash", "--noprofile", "--norc", "-i"))
+        command = f"sh -c {shlex.quote(f'{watchdog} exec {shell}')}"
         self._server = libtmux.Server(socket_path=socket)
         session = self._server.new_session(session_name="lwm", window_command=command, x=self.width, y=self.height)
         self._server.cmd("set-option", "-g", "status", "off")
@@ -109,7 +122,6 @@ class TerminalEnv(TextEnv):
         time.sleep(duration)
 
     def transition(self, action: Action) -> Observation:
-        started = time.monotonic()
         for step in action.content:
             self._type(step["keystrokes"], float(step.get("duration", 0.1)))
-        return Observation(content=self.screen(), metadata={"seconds": round(time.monotonic() - started, 4)})
+        return Observation(content=self.screen())

@@ -1,0 +1,63 @@
+"""``lwm collect``: record real trajectories with an explorer policy, in parallel, resumably."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from lwm.collect import EpisodeResult, plan, run
+from lwm.registry import names
+
+
+def collect(
+    domain: Annotated[str, typer.Option(help="Real environment: " + ", ".join(["terminal", "swe"]))],
+    out: Annotated[Path, typer.Option(help="Collection folder (trajectories.jsonl + episodes/).")],
+    episodes: Annotated[int, typer.Option(help="Episodes in the collection (finished ones are skipped).")] = 10,
+    max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = 15,
+    seed: Annotated[int, typer.Option(help="Seed of the collection; episode i uses a seed derived from it.")] = 0,
+    workers: Annotated[int, typer.Option(help="Episodes run at once, each in its own process.")] = 1,
+    mistake_rate: Annotated[float, typer.Option(help="Share of deliberately wrong actions.")] = 0.15,
+    project: Annotated[Path | None, typer.Option(help="swe: a project folder or .tar.gz sdist.")] = None,
+    env_option: Annotated[list[str] | None, typer.Option(help="Extra environment option KEY=JSON.")] = None,
+) -> None:
+    """Run explorer episodes in a real environment and record every step."""
+    console = Console()
+    if domain not in names("env") or domain not in names("explorer"):
+        raise typer.BadParameter(f"no real environment with an explorer for {domain!r}; "
+                                 f"have: {', '.join(sorted(set(names('env')) & set(names('explorer'))))}")
+    options: dict = {"project": str(project)} if project else {}
+    for item in env_option or []:
+        key, _, value = item.partition("=")
+        options[key] = json.loads(value) if value else True
+    todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate)
+    if skipped:
+        console.print(f"resuming: {skipped} finished episodes in {out} are kept")
+    failures: list[EpisodeResult] = []
+    turns = 0
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[turns]} turns"), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(f"collect {domain}", total=len(todo), turns=0)
+
+        def on_result(result: EpisodeResult) -> None:
+            nonlocal turns
+            turns += result.turns
+            if result.error:
+                failures.append(result)
+                progress.console.print(f"[red]episode {result.id} failed:[/] {result.error}", markup=True)
+            progress.update(task, advance=1, turns=turns)
+
+        run(todo, workers, on_result)
+    console.print(f"{len(todo) - len(failures)} episodes recorded ({turns} turns) in {out}"
+                  + (f"; {len(failures)} failed (rerun the command to retry them)" if failures else ""))
+    if failures:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect")(collect)

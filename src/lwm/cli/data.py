@@ -1,0 +1,72 @@
+"""``lwm data``: split collections into train / held-out by trajectory, and show their statistics."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm.data import read_trajectories, write_trajectories
+from lwm.types import Trajectory
+
+data_app = typer.Typer(help="Work with trajectory files.", no_args_is_help=True)
+
+
+def load(paths: list[Path], console: Console) -> list[Trajectory]:
+    problems: list[str] = []
+    trajectories = [t for p in paths for t in read_trajectories(p, problems)]
+    for problem in problems:
+        console.print(f"[yellow]{problem}[/]", markup=True, highlight=False)
+    return trajectories
+
+
+def in_heldout(trajectory_id: str, fraction: float, seed: int) -> bool:
+    """A stable choice per trajectory id: the same trajectory always lands on the same side."""
+    digest = hashlib.sha256(f"{seed}:{trajectory_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+@data_app.command("split")
+def split(
+    inputs: Annotated[list[Path], typer.Argument(help="Collection folders or trajectories.jsonl files.")],
+    out: Annotated[Path, typer.Option(help="Folder for train.jsonl and heldout.jsonl.")],
+    heldout: Annotated[float, typer.Option(help="Share of trajectories held out.")] = 0.2,
+    seed: Annotated[int, typer.Option(help="Changes which trajectories are held out.")] = 0,
+) -> None:
+    """Split by trajectory, never by turn, so no held-out turn's history is seen in training."""
+    console = Console()
+    trajectories = load(inputs, console)
+    test = [t for t in trajectories if in_heldout(t.id, heldout, seed)]
+    train = [t for t in trajectories if not in_heldout(t.id, heldout, seed)]
+    write_trajectories(out / "train.jsonl", train)
+    write_trajectories(out / "heldout.jsonl", test)
+    console.print(f"{len(train)} train and {len(test)} held-out trajectories written to {out}")
+
+
+@data_app.command("stats")
+def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files.")]) -> None:
+    """Counts and lengths per domain."""
+    console = Console()
+    by_domain: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in load(inputs, console):
+        by_domain[t.domain].append(t)
+    table = Table(title="trajectories")
+    for column in ("domain", "trajectories", "turns", "turns/traj (median)", "obs chars (median)", "step s (median)"):
+        table.add_column(column, justify="right" if column != "domain" else "left")
+    for domain, items in sorted(by_domain.items()):
+        turns = [turn for t in items for turn in t.turns]
+        seconds = [turn.observation.metadata["seconds"] for turn in turns if "seconds" in turn.observation.metadata]
+        table.add_row(domain, str(len(items)), str(len(turns)), f"{statistics.median(len(t.turns) for t in items):g}",
+                      f"{statistics.median(len(u.observation.content) for u in turns):g}" if turns else "-",
+                      f"{statistics.median(seconds):.3f}" if seconds else "-")
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data")

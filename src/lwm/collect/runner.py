@@ -1,0 +1,109 @@
+"""Running explorers in real environments and recording what happens, in parallel and resumably.
+
+Each episode is independent (its own environment, sandbox and seed), so episodes run in worker
+processes; every step is written as it happens and a finished episode is appended to the store, so
+a killed run is resumed by running the same command again: finished episodes are skipped.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from lwm.data.store import TrajectoryStore
+from lwm.registry import get
+from lwm.types import Trajectory
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    domain: str
+    index: int
+    seed: int
+    max_steps: int
+    out: str
+    env_options: dict[str, Any] = field(default_factory=dict)
+    mistake_rate: float = 0.15
+
+    @property
+    def id(self) -> str:
+        return f"{self.domain}-s{self.seed}-{self.index:05d}"
+
+    @property
+    def episode_seed(self) -> int:
+        return self.seed * 1_000_003 + self.index
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    id: str
+    turns: int
+    seconds: float
+    error: str | None = None
+
+
+def run_episode(spec: EpisodeSpec) -> EpisodeResult:
+    """One episode: a fresh real environment, an explorer, ``max_steps`` steps, each recorded."""
+    started = time.monotonic()
+    env = get("env", spec.domain)(**spec.env_options)
+    explorer = get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
+    try:
+        obs, _ = env.reset(seed=spec.episode_seed)
+        explorer.start(random.Random(spec.episode_seed), env.context, obs)
+        base = env.trajectory
+        provenance = base.provenance.model_copy(update={"extra": {
+            **base.provenance.extra, "explorer": explorer.name, "seed": spec.seed, "episode": spec.index,
+            "lwm": version("lwm"), "initial_observation": obs}})
+        trajectory = Trajectory(id=spec.id, domain=spec.domain, context=env.context, provenance=provenance)
+        recorder = TrajectoryStore(spec.out).recorder(trajectory)
+        for _ in range(spec.max_steps):
+            obs, _, terminated, truncated, info = env.step(explorer.act(obs))
+            if "invalid_action" not in info:
+                turn = env.trajectory.turns[-1]
+                recorder.step(turn.action, turn.observation)
+            if terminated or truncated:
+                break
+        recorder.finish()
+        return EpisodeResult(spec.id, len(recorder.trajectory.turns), time.monotonic() - started)
+    except Exception as exc:  # one broken episode must not stop the collection
+        return EpisodeResult(spec.id, 0, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+    finally:
+        close = getattr(env, "close", None)
+        if close:
+            close()
+
+
+def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
+         env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15) -> tuple[list[EpisodeSpec], int]:
+    """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped."""
+    done = TrajectoryStore(out).finished_ids()
+    specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate)
+             for i in range(episodes)]
+    todo = [s for s in specs if s.id not in done]
+    return todo, len(specs) - len(todo)
+
+
+def run(specs: list[EpisodeSpec], workers: int = 1,
+        on_result: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
+    """Run episodes in ``workers`` processes (in this process when 1), reporting each as it ends."""
+    results: list[EpisodeResult] = []
+
+    def done(result: EpisodeResult) -> None:
+        results.append(result)
+        if on_result:
+            on_result(result)
+
+    if workers <= 1:
+        for spec in specs:
+            done(run_episode(spec))
+        return results
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for future in as_completed([pool.submit(run_episode, spec) for spec in specs]):
+            done(future.result())
+    return results

@@ -1,0 +1,77 @@
+"""`lwm collect` on the real terminal and swe environments: recording, resuming, surviving SIGKILL."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.data import read_trajectories
+from tests.envs.real.conftest import needs_sandbox, needs_tmux
+
+runner = CliRunner()
+LWM = str(Path(sys.executable).parent / "lwm")
+
+
+@needs_sandbox
+@needs_tmux
+def test_collect_records_with_provenance_and_resumes(tmp_path):
+    args = ["collect", "--domain", "terminal", "--episodes", "3", "--max-steps", "3", "--workers", "2",
+            "--out", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_trajectories(tmp_path))
+    assert sorted(t.id for t in trajectories) == ["terminal-s0-00000", "terminal-s0-00001", "terminal-s0-00002"]
+    for t in trajectories:
+        assert len(t.turns) == 3 and t.provenance.source == "real"
+        assert t.provenance.extra["explorer"] == "terminal-heuristic-v1" and t.provenance.extra["seed"] == 0
+        assert all(turn.observation.metadata["seconds"] > 0 for turn in t.turns)
+        assert all("user@sandbox:~$" in turn.observation.content for turn in t.turns)
+    before = (tmp_path / "trajectories.jsonl").read_text()
+    again = runner.invoke(app, args)
+    assert "resuming: 3 finished episodes" in again.output
+    assert (tmp_path / "trajectories.jsonl").read_text() == before
+
+
+@needs_sandbox
+def test_collect_swe_episodes(tmp_path):
+    result = runner.invoke(app, ["collect", "--domain", "swe", "--episodes", "2", "--max-steps", "5",
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_trajectories(tmp_path))
+    assert len(trajectories) == 2 and all(len(t.turns) == 5 for t in trajectories)
+    assert trajectories[0].context.tools[0]["name"] == "bash"
+
+
+def test_unknown_domain_is_refused(tmp_path):
+    result = runner.invoke(app, ["collect", "--domain", "tv", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "no real environment" in result.output
+
+
+@needs_sandbox
+@needs_tmux
+def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes(tmp_path):
+    cmd = [LWM, "collect", "--domain", "terminal", "--episodes", "5", "--max-steps", "3", "--out", str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    store = tmp_path / "trajectories.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = store.read_text()
+    kept = len(finished.splitlines())
+    assert 2 <= kept < 5
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"resuming: {kept} finished episodes" in rerun.stdout
+    after = store.read_text()
+    assert after.startswith(finished)  # finished episodes are untouched, not recomputed
+    assert sorted(t.id for t in read_trajectories(store)) == [f"terminal-s0-0000{i}" for i in range(5)]
+    time.sleep(1.5)  # the killed run's tmux server goes away with its watchdog
+    leftover = subprocess.run(["pgrep", "-f", f"while kill -0 {proc.pid} "], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""

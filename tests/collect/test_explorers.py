@@ -1,0 +1,44 @@
+import random
+
+import pytest
+
+from lwm.collect.explorers.swe import SWEExplorer
+from lwm.collect.explorers.terminal import TerminalExplorer
+from lwm.domains import get_domain
+from lwm.types import Context
+
+SCREEN = "user@sandbox:~$ ls\nnotes.txt  run.py  data.csv\nuser@sandbox:~$"
+LISTING = "README.md\ncalc/\npyproject.toml\ntests/"
+
+
+@pytest.mark.parametrize("explorer, domain, first", [(TerminalExplorer, "terminal", SCREEN),
+                                                     (SWEExplorer, "swe", LISTING)])
+def test_actions_are_valid_and_reproducible_from_a_seed(explorer, domain, first):
+    def episode(seed):
+        e = explorer()
+        e.start(random.Random(seed), Context(), first)
+        return [e.act(first) for _ in range(40)]
+
+    actions = episode(7)
+    assert actions == episode(7) and actions != episode(8)
+    for action in actions:
+        get_domain(domain).action(action)  # every action fits the domain's format
+
+
+def test_terminal_explorer_uses_files_it_has_seen_and_makes_mistakes():
+    e = TerminalExplorer(mistake_rate=0.3)
+    e.start(random.Random(1), Context(), SCREEN)
+    typed = " ".join(a[0]["keystrokes"] for a in (e.act(SCREEN) for _ in range(200)))
+    assert "run.py" in typed or "data.csv" in typed or "notes.txt" in typed
+    assert "No" not in typed and ("sl\n" in typed or "cat " in typed)
+    assert "C-c" in " ".join(str(a) for a in [e.act(SCREEN) for _ in range(300)])
+
+
+def test_swe_explorer_lists_directories_before_reading_code():
+    e = SWEExplorer()
+    e.start(random.Random(0), Context(), LISTING)
+    e.listed.add(".")
+    first = e.act(LISTING)
+    assert first == {"name": "list_dir", "arguments": {"path": "calc"}}
+    second = e.act("__init__.py\nops.py")
+    assert "calc/ops.py" in e.files and "calc/__init__.py" in e.files and second["name"]
