@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tmux:tmux" "bubblewrap:bwrap"; do
+for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tmux:tmux" "bubblewrap:bwrap" \
+               "nodejs:node" "npm:npm"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd#*:}
   if [ -n "$cmd" ]; then command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
   else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi
@@ -30,4 +31,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF}" \
     .venv/bin/python -m pip install -q -e ".[dev]"
   echo "$want" > "$stamp"
+fi
+
+# Real MCP servers from npm, pinned by servers/mcp/package-lock.json.
+lock=servers/mcp/node_modules/.package-lock.json
+if [ ! -f "$lock" ] || [ servers/mcp/package-lock.json -nt "$lock" ]; then
+  echo "setup: installing the npm MCP servers"
+  npm ci --prefix servers/mcp --no-audit --no-fund --silent
 fi

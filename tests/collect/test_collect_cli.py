@@ -75,3 +75,20 @@ def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes
     time.sleep(1.5)  # the killed run's tmux server goes away with its watchdog
     leftover = subprocess.run(["pgrep", "-f", f"while kill -0 {proc.pid} "], capture_output=True, text=True)
     assert leftover.stdout.strip() == ""
+
+
+@needs_sandbox
+def test_collect_mcp_episodes_with_a_preset_server(tmp_path):
+    from lwm.envs.real.mcp import NPM_BIN
+
+    if not (NPM_BIN / "mcp-server-memory").exists():
+        import pytest
+
+        pytest.skip("npm MCP servers not installed (make setup)")
+    result = runner.invoke(app, ["collect", "--domain", "mcp", "--episodes", "2", "--max-steps", "4",
+                                 "--env-option", "preset=memory", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_trajectories(tmp_path))
+    assert len(trajectories) == 2 and all(len(t.turns) == 4 for t in trajectories)
+    assert {"create_entities", "read_graph"} <= {tool["name"] for tool in trajectories[0].context.tools}
+    assert trajectories[0].provenance.extra["explorer"] == "mcp-schema-v1"

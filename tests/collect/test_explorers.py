@@ -42,3 +42,18 @@ def test_swe_explorer_lists_directories_before_reading_code():
     assert first == {"name": "list_dir", "arguments": {"path": "calc"}}
     second = e.act("__init__.py\nops.py")
     assert "calc/ops.py" in e.files and "calc/__init__.py" in e.files and second["name"]
+
+
+def test_mcp_explorer_fills_arguments_from_the_schema_and_earlier_results():
+    from lwm.collect.explorers.mcp import MCPExplorer
+
+    tools = [{"name": "add", "inputSchema": {"type": "object", "required": ["who", "count"], "properties": {
+        "who": {"type": "string"}, "count": {"type": "integer", "minimum": 1, "maximum": 3},
+        "mode": {"enum": ["fast", "slow"]}, "tags": {"type": "array", "items": {"type": "string"}}}}}]
+    e = MCPExplorer(mistake_rate=0.0)
+    e.start(random.Random(3), Context(tools=tools), '{"id": "order-77", "owner": "Ada"}')
+    calls = [e.act("") for _ in range(50)]
+    assert all(c["name"] == "add" and {"who", "count"} <= set(c["arguments"]) for c in calls)
+    assert all(1 <= c["arguments"]["count"] <= 3 for c in calls)
+    assert {"order-77", "Ada"} & {c["arguments"]["who"] for c in calls}
+    assert all(c["arguments"].get("mode", "fast") in {"fast", "slow"} for c in calls)

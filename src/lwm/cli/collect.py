@@ -15,7 +15,7 @@ from lwm.registry import names
 
 
 def collect(
-    domain: Annotated[str, typer.Option(help="Real environment: " + ", ".join(["terminal", "swe"]))],
+    domain: Annotated[str, typer.Option(help="Real environment: terminal, swe, mcp, ...")],
     out: Annotated[Path, typer.Option(help="Collection folder (trajectories.jsonl + episodes/).")],
     episodes: Annotated[int, typer.Option(help="Episodes in the collection (finished ones are skipped).")] = 10,
     max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = 15,
@@ -23,7 +23,8 @@ def collect(
     workers: Annotated[int, typer.Option(help="Episodes run at once, each in its own process.")] = 1,
     mistake_rate: Annotated[float, typer.Option(help="Share of deliberately wrong actions.")] = 0.15,
     project: Annotated[Path | None, typer.Option(help="swe: a project folder or .tar.gz sdist.")] = None,
-    env_option: Annotated[list[str] | None, typer.Option(help="Extra environment option KEY=JSON.")] = None,
+    env_option: Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "
+                                                         "e.g. preset=memory for mcp.")] = None,
 ) -> None:
     """Run explorer episodes in a real environment and record every step."""
     console = Console()
@@ -33,7 +34,10 @@ def collect(
     options: dict = {"project": str(project)} if project else {}
     for item in env_option or []:
         key, _, value = item.partition("=")
-        options[key] = json.loads(value) if value else True
+        try:
+            options[key] = json.loads(value) if value else True
+        except json.JSONDecodeError:
+            options[key] = value  # a plain string: --env-option preset=memory
     todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate)
     if skipped:
         console.print(f"resuming: {skipped} finished episodes in {out} are kept")

@@ -1,0 +1,92 @@
+"""MCP explorer: calls the server's tools with arguments drawn from their schemas and earlier results."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lwm.collect.explorers.base import BaseExplorer
+from lwm.registry import register
+
+SKIP_TOOLS = re.compile(r"sleep|long|wait|sampl|elicit|trigger|notification|zip", re.IGNORECASE)
+
+
+@register("explorer", "mcp")
+class MCPExplorer(BaseExplorer):
+    name = "mcp-schema-v1"
+
+    def __init__(self, mistake_rate: float = 0.15):
+        super().__init__(mistake_rate)
+        self.seen: list[str] = []
+
+    def observe(self, observation: str) -> None:
+        """Keep short strings from results: names, ids, paths to reuse as arguments later."""
+        try:
+            values = _strings(json.loads(observation))
+        except ValueError:
+            values = re.findall(r"[\w./-]{3,40}", observation)
+        for value in values:
+            if 2 < len(value) <= 60 and value not in self.seen:
+                self.seen.append(value)
+        del self.seen[:-200]
+
+    def tools(self) -> list[dict[str, Any]]:
+        usable = [t for t in self.context.tools if not SKIP_TOOLS.search(t.get("name", ""))]
+        return usable or list(self.context.tools)
+
+    def act(self, observation: str) -> dict[str, Any]:
+        self.observe(observation)
+        tools = self.tools()
+        if not tools:
+            return {"name": "list_tools", "arguments": {}}
+        tool = self.rng.choice(tools)
+        schema = tool.get("inputSchema") or tool.get("input_schema") or {}
+        args = self.value(schema, depth=0) if schema.get("properties") else {}
+        if self.mistake():
+            return self.pick([
+                (2, lambda: {"name": tool["name"], "arguments": {}}),  # required arguments missing
+                (1, lambda: {"name": f"{tool['name']}_v2", "arguments": args}),  # a tool that does not exist
+                (2, lambda: {"name": tool["name"], "arguments": {k: 12345 for k in args} or {"x": 1}}),  # wrong types
+            ])
+        return {"name": tool["name"], "arguments": args}
+
+    def text(self) -> str:
+        if self.seen and self.rng.random() < 0.6:
+            return self.rng.choice(self.seen)
+        return self.word() + (f"_{self.rng.randint(1, 9)}" if self.rng.random() < 0.3 else "")
+
+    def value(self, schema: dict[str, Any], depth: int) -> Any:
+        if "enum" in schema:
+            return self.rng.choice(schema["enum"])
+        if "default" in schema and self.rng.random() < 0.3:
+            return schema["default"]
+        kind = schema.get("type", "string")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "string")
+        if kind == "object" or "properties" in schema:
+            props = schema.get("properties", {})
+            required = set(schema.get("required", []))
+            return {k: self.value(v, depth + 1) for k, v in props.items()
+                    if k in required or (depth < 2 and self.rng.random() < 0.5)}
+        if kind == "array":
+            count = self.rng.randint(1, 3) if depth < 2 else 1
+            return [self.value(schema.get("items", {}), depth + 1) for _ in range(count)]
+        if kind == "integer":
+            low, high = schema.get("minimum", 0), schema.get("maximum", 20)
+            return self.rng.randint(int(low), int(max(low, min(high, low + 50))))
+        if kind == "number":
+            return round(self.rng.uniform(schema.get("minimum", 0), schema.get("maximum", 100)), 2)
+        if kind == "boolean":
+            return self.rng.random() < 0.5
+        return self.text()
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
