@@ -13,6 +13,10 @@ for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tm
   if [ -n "$cmd" ]; then command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
   else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi
 done
+# Real document collections for the search environment (files, not commands: checked with dpkg).
+for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -92,3 +92,20 @@ def test_collect_mcp_episodes_with_a_preset_server(tmp_path):
     assert len(trajectories) == 2 and all(len(t.turns) == 4 for t in trajectories)
     assert {"create_entities", "read_graph"} <= {tool["name"] for tool in trajectories[0].context.tools}
     assert trajectories[0].provenance.extra["explorer"] == "mcp-schema-v1"
+
+
+def test_collect_search_episodes(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    if not Path("/usr/share/dictd/jargon.index").exists():
+        import pytest
+
+        pytest.skip("dict-jargon not installed (make setup)")
+    result = runner.invoke(app, ["collect", "--domain", "search", "--episodes", "2", "--max-steps", "6",
+                                 "--env-option", 'sources=["jargon"]', "--env-option", f"cache_dir={tmp_path / 'idx'}",
+                                 "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_trajectories(tmp_path / "out"))
+    assert len(trajectories) == 2 and all(len(t.turns) == 6 for t in trajectories)
+    names = {turn.action.content["name"] for t in trajectories for turn in t.turns}
+    assert names <= {"web_search", "web_extractor", "dict_memory"} and "web_search" in names

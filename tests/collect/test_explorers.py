@@ -57,3 +57,16 @@ def test_mcp_explorer_fills_arguments_from_the_schema_and_earlier_results():
     assert all(1 <= c["arguments"]["count"] <= 3 for c in calls)
     assert {"order-77", "Ada"} & {c["arguments"]["who"] for c in calls}
     assert all(c["arguments"].get("mode", "fast") in {"fast", "slow"} for c in calls)
+
+
+def test_search_explorer_opens_urls_it_has_seen():
+    from lwm.collect.explorers.search import SearchExplorer
+
+    results = "A search for 'x' found 1 results:\n\n## Web Results\n1. [fork](https://man7.org/fork.2.html)\nDate: N/A\nfork"
+    e = SearchExplorer(mistake_rate=0.0)
+    e.start(random.Random(2), Context(), results)
+    calls = [e.act(results) for _ in range(60)]
+    assert {"name": "web_extractor", "arguments": {"url": "https://man7.org/fork.2.html"}} in calls
+    assert {c["name"] for c in calls} == {"web_search", "web_extractor", "dict_memory"}
+    for c in calls:
+        get_domain("search").action(c)

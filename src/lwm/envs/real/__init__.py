@@ -2,7 +2,8 @@
 
 from lwm.envs.real.mcp import MCPEnv, MCPServer
 from lwm.envs.real.sandbox import Sandbox, SandboxUnavailable
+from lwm.envs.real.search import SearchEnv
 from lwm.envs.real.swe import SWEEnv
 from lwm.envs.real.terminal import TerminalEnv
 
-__all__ = ["MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SandboxUnavailable", "TerminalEnv"]
+__all__ = ["MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv"]

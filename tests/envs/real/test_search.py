@@ -1,0 +1,97 @@
+"""The real search environment over Debian's document collections (dict-jargon, python3-doc, manpages)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lwm.envs.real.search import SearchEnv, SearchIndex, corpus_index
+
+pytest.importorskip("bm25s")
+needs = lambda path: pytest.mark.skipif(not Path(path).exists(), reason=f"{path} missing (make setup)")  # noqa: E731
+
+
+def call(name: str, **arguments) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+@pytest.fixture(scope="module")
+def jargon(tmp_path_factory):
+    cache = str(tmp_path_factory.mktemp("index"))
+    env = SearchEnv(sources=["jargon"], cache_dir=cache)
+    env.reset()
+    return env
+
+
+@needs("/usr/share/dictd/jargon.index")
+def test_search_gives_ten_numbered_results_with_url_date_and_snippet(jargon):
+    obs, _, _, _, info = jargon.step(call("web_search", query="hacker"))
+    lines = obs.splitlines()
+    assert lines[0] == "A search for 'hacker' found 10 results:" and lines[2] == "## Web Results"
+    assert lines[3].startswith("1. [") and "](https://www.dict.org/bin/Dict?Form=Dict2&Database=jargon&Query=" in lines[3]
+    assert lines[4] == "Date: N/A" and "hacker" in lines[5].lower()
+    assert [int(m.group(1)) for m in map(re.compile(r"(\d+)\. \[").match, lines) if m] == list(range(1, 11))
+    assert info["tool_error"] is False
+    obs, *_ = jargon.step(call("web_search", query="kludge"))
+    assert obs.splitlines()[3] == "1. [kludge](https://www.dict.org/bin/Dict?Form=Dict2&Database=jargon&Query=kludge)"
+
+
+@needs("/usr/share/dictd/jargon.index")
+def test_several_queries_and_no_results(jargon):
+    obs, *_ = jargon.step(call("web_search", queries=["hacker ethic", "qqzzxv"]))
+    first, second = obs.split("\n=======\n")
+    assert first.startswith("A search for 'hacker ethic' found") and "hacker ethic" in first
+    assert second == "No results found for 'qqzzxv'. Try a more general query."
+
+
+@needs("/usr/share/dictd/jargon.index")
+def test_extractor_returns_the_page_and_404s_unknown_urls(jargon):
+    url = "https://www.dict.org/bin/Dict?Form=Dict2&Database=jargon&Query=kludge"
+    obs, *_ = jargon.step(call("web_extractor", url=url))
+    assert obs.startswith("# kludge\n\n") and len(obs) > 200
+    obs, _, _, _, info = jargon.step(call("web_extractor", url="https://example.com/none"))
+    assert obs == "Error: failed to fetch https://example.com/none: 404 Not Found" and info["tool_error"]
+
+
+def test_memory_operations_behave_like_a_store(jargon):
+    steps = [
+        (dict(operation="add", key="a", value="1"), "Added 'a'."),
+        (dict(operation="add", key="a", value="2"), "Error: key 'a' already exists; use update to change it"),
+        (dict(operation="update", key="a", value="3"), "Updated 'a'."),
+        (dict(operation="retrieve", key="a"), "3"),
+        (dict(operation="retrieve_all"), '{\n  "a": "3"\n}'),
+        (dict(operation="remove", key="b"), "Error: key 'b' not found"),
+        (dict(operation="remove_all"), "Removed all 1 entries."),
+        (dict(operation="retrieve_all"), "Memory is empty."),
+    ]
+    for arguments, expected in steps:
+        assert jargon.step(call("dict_memory", **arguments))[0] == expected
+
+
+@needs("/usr/share/dictd/jargon.index")
+def test_index_is_saved_and_loaded_from_disk(tmp_path):
+    built = corpus_index(("jargon",), 200, str(tmp_path))
+    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(folders) == 1 and not folders[0].name.endswith(".tmp")
+    loaded = SearchIndex.load(folders[0])
+    assert [d.url for d in loaded.docs] == [d.url for d in built.docs] and len(loaded.docs) == 200
+    assert [d.title for d in loaded.search("hack")] == [d.title for d in built.search("hack")]
+
+
+@needs("/usr/share/doc/python3/html/library/asyncio-task.html")
+def test_python_docs_pages_carry_their_public_urls(tmp_path):
+    env = SearchEnv(sources=["python-docs"], cache_dir=str(tmp_path))
+    env.reset()
+    obs, *_ = env.step(call("web_search", query="asyncio task timeout"))
+    assert "(https://docs.python.org/3/library/asyncio-task.html)" in obs
+    page, *_ = env.step(call("web_extractor", url="https://docs.python.org/3/library/asyncio-task.html"))
+    assert page.startswith("# Coroutines and Tasks") and "asyncio.timeout" in page
+
+
+@needs("/usr/share/man/man2/fork.2.gz")
+def test_man_pages_are_man7_pages(tmp_path):
+    env = SearchEnv(sources=["man"], cache_dir=str(tmp_path))
+    env.reset()
+    obs, *_ = env.step(call("web_search", query="fork create child process"))
+    assert "(https://man7.org/linux/man-pages/man2/fork.2.html)" in obs
