@@ -13,8 +13,9 @@ for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tm
   if [ -n "$cmd" ]; then command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
   else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi
 done
-# Real document collections for the search environment (files, not commands: checked with dpkg).
-for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon; do
+# Real document collections for the search environment, and the browser for the web environment
+# (checked with dpkg: they are files, or a command whose name differs between releases).
+for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

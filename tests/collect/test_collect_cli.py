@@ -109,3 +109,18 @@ def test_collect_search_episodes(tmp_path, monkeypatch):
     assert len(trajectories) == 2 and all(len(t.turns) == 6 for t in trajectories)
     names = {turn.action.content["name"] for t in trajectories for turn in t.turns}
     assert names <= {"web_search", "web_extractor", "dict_memory"} and "web_search" in names
+
+
+def test_collect_web_episodes(tmp_path):
+    from lwm.envs.real.web import CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        import pytest
+
+        pytest.skip("chromium not installed (make setup)")
+    result = runner.invoke(app, ["collect", "--domain", "web", "--episodes", "1", "--max-steps", "5",
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (trajectory,) = read_trajectories(tmp_path)
+    assert len(trajectory.turns) == 5 and trajectory.provenance.extra["explorer"] == "web-heuristic-v1"
+    assert all("# Tabs" in turn.observation.content for turn in trajectory.turns)

@@ -5,5 +5,6 @@ from lwm.envs.real.sandbox import Sandbox, SandboxUnavailable
 from lwm.envs.real.search import SearchEnv
 from lwm.envs.real.swe import SWEEnv
 from lwm.envs.real.terminal import TerminalEnv
+from lwm.envs.real.web import WebEnv
 
-__all__ = ["MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv"]
+__all__ = ["MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv", "WebEnv"]

@@ -1,0 +1,82 @@
+"""The real web environment: Debian's chromium driven by playwright over local sites, offline."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lwm.envs.real.web import CHROMIUM, WebEnv, parse_calls
+
+pytest.importorskip("playwright")
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed (make setup)")
+
+
+def ref(tree: str, role: str, name: str) -> str:
+    match = re.search(rf'{role} "{re.escape(name)}"[^\n]*?\[ref=(\w+)\]', tree)
+    assert match, f"no {role} {name!r} in:\n{tree[:2000]}"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = WebEnv()
+    yield e
+    e.close()
+
+
+def test_reset_shows_tabs_url_title_and_a_tree_with_refs(env):
+    obs, _ = env.reset()
+    assert obs.startswith("# Tabs\n[0] Corner Shop (active)\n\nURL: http://shop.lwm.test/index.html\nTitle: Corner Shop")
+    assert ref(obs, "link", "Products") and 'heading "Corner Shop" [level=1]' in obs
+
+
+def test_search_add_to_cart_and_checkout_needs_sign_in(env):
+    obs, _ = env.reset(options={"url": "http://shop.lwm.test/products.html"})
+    assert "30 products" in obs and "Page 1 of 4" in obs
+    obs, *_ = env.step(f"fill('{ref(obs, 'searchbox', 'Search products')}', 'tea')\nkeyboard_press('Enter')")
+    assert '1 products matching "tea"' in obs
+    obs, *_ = env.step(f"click('{ref(obs, 'button', 'Add Darjeeling tea to cart')}')")
+    assert "Added Darjeeling tea to the cart." in obs and 'link "Cart (1)"' in obs
+    obs, *_ = env.step("goto('http://shop.lwm.test/cart.html')")
+    assert "7.50 EUR" in obs
+    obs, *_ = env.step(f"click('{ref(obs, 'button', 'Check out')}')")
+    assert "Please sign in before checking out." in obs
+
+
+def test_form_validation_messages_appear(env):
+    obs, _ = env.reset(options={"url": "http://shop.lwm.test/signup.html"})
+    obs, *_ = env.step(f"fill('{ref(obs, 'textbox', 'Email')}', 'not-an-email')\n"
+                       f"click('{ref(obs, 'button', 'Create account')}')")
+    assert "Enter a valid email address." in obs and "You must accept the terms." in obs
+
+
+def test_wrong_ids_and_offline_sites_are_errors_with_the_page_shown(env):
+    env.reset()
+    obs, _, _, _, info = env.step("click('e999')")
+    assert obs.startswith("Error: no element with bid 'e999' on the page\n\n# Tabs") and info["action_error"]
+    obs, *_ = env.step("goto('https://www.example.com/')")
+    assert obs.startswith("Error: Page.goto: net::ERR_INTERNET_DISCONNECTED")
+    obs, *_ = env.step("goto('http://shop.lwm.test/nothing.html')")
+    assert "Title: 404 Not Found" in obs
+
+
+@pytest.mark.skipif(not Path("/usr/share/doc/python3/html/library/json.html").exists(), reason="python3-doc missing")
+def test_python_docs_are_served_at_their_public_url(env):
+    env.reset()
+    obs, *_ = env.step("goto('https://docs.python.org/3/library/json.html')")
+    assert "URL: https://docs.python.org/3/library/json.html" in obs and "JSON encoder and decoder" in obs
+
+
+def test_tabs(env):
+    env.reset()
+    obs, *_ = env.step("new_tab()\ngoto('http://shop.lwm.test/login.html')")
+    assert "[0] Corner Shop\n[1] Sign in - Corner Shop (active)" in obs
+    obs, *_ = env.step("tab_focus(0)")
+    assert "[0] Corner Shop (active)" in obs
+    obs, *_ = env.step("tab_focus(5)")
+    assert obs.startswith("Error: no tab 5; 2 open")
+
+
+def test_parse_calls_reads_arguments():
+    assert parse_calls("fill('a1', 'x y')\nscroll(0, -300)\nclick('b2', button='right')") == [
+        ("fill", ["a1", "x y"], {}), ("scroll", [0, -300], {}), ("click", ["b2"], {"button": "right"})]
