@@ -1,5 +1,6 @@
 """Real environments, one module per domain, each run in its own sandbox."""
 
+from lwm.envs.real.android import AndroidEnv
 from lwm.envs.real.mcp import MCPEnv, MCPServer
 from lwm.envs.real.sandbox import Sandbox, SandboxUnavailable
 from lwm.envs.real.search import SearchEnv
@@ -7,4 +8,4 @@ from lwm.envs.real.swe import SWEEnv
 from lwm.envs.real.terminal import TerminalEnv
 from lwm.envs.real.web import WebEnv
 
-__all__ = ["MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv", "WebEnv"]
+__all__ = ["AndroidEnv", "MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv", "WebEnv"]
