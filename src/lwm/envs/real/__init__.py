@@ -1,4 +1,4 @@
-"""Real environments, one module per domain, each run in its own sandbox."""
+"""Real environments, one module per domain (sandboxed where they run programs: terminal, swe, mcp)."""
 
 from lwm.envs.real.android import AndroidEnv
 from lwm.envs.real.mcp import MCPEnv, MCPServer
@@ -8,4 +8,5 @@ from lwm.envs.real.swe import SWEEnv
 from lwm.envs.real.terminal import TerminalEnv
 from lwm.envs.real.web import WebEnv
 
-__all__ = ["AndroidEnv", "MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SearchEnv", "SandboxUnavailable", "TerminalEnv", "WebEnv"]
+__all__ = ["AndroidEnv", "MCPEnv", "MCPServer", "SWEEnv", "Sandbox", "SandboxUnavailable", "SearchEnv", "TerminalEnv",
+           "WebEnv"]
