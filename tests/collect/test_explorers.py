@@ -70,3 +70,20 @@ def test_search_explorer_opens_urls_it_has_seen():
     assert {c["name"] for c in calls} == {"web_search", "web_extractor", "dict_memory"}
     for c in calls:
         get_domain("search").action(c)
+
+
+@pytest.mark.parametrize("module, domain, observation", [
+    ("web", "web", '- link "Products" [ref=e5]\n- textbox "Username" [ref=e9]\n- checkbox "Remember me" [ref=e11]'),
+    ("os", "os", "application 'mousepad'\n  menu 'File' (0, 0, 39, 25)\n  text '' (1, 52, 638, 425) editable"),
+])
+def test_ui_explorers_act_on_what_the_screen_shows(module, domain, observation):
+    import importlib
+
+    cls = {"web": "WebExplorer", "os": "OSExplorer"}[module]
+    explorer = getattr(importlib.import_module(f"lwm.collect.explorers.{module}"), cls)(mistake_rate=0.1)
+    explorer.start(random.Random(5), Context(), observation)
+    actions = [explorer.act(observation) for _ in range(40)]
+    for action in actions:
+        get_domain(domain).action(action)
+    joined = "\n".join(actions)
+    assert ("e5" in joined or "e9" in joined) if domain == "web" else ("click(19, 12)" in joined or "click(320, 264)" in joined)

@@ -31,6 +31,8 @@ class Sandbox:
     env: dict[str, str] = field(default_factory=dict)
     mount_at: str | None = None
     """Where the work folder appears inside (e.g. ``/home/user``), so paths do not show the temp dir."""
+    binds: tuple[str, ...] = ()
+    """Extra host paths made writable inside at the same place (e.g. an X11 or D-Bus socket folder)."""
 
     def argv(self, *command: str) -> list[str]:
         """The bwrap command line that runs ``command`` inside the sandbox, in the work folder."""
@@ -46,6 +48,8 @@ class Sandbox:
             "--clearenv", "--setenv", "HOME", work, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
             "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "xterm-256color",
         ]
+        for path in self.binds:
+            args += ["--bind", path, path]
         for key, value in self.env.items():
             args += ["--setenv", key, value]
         return [*args, "--", *command]

@@ -1,0 +1,55 @@
+"""The real OS environment: Xvfb + AT-SPI + mousepad, driven by sandboxed Python code."""
+
+import pytest
+
+from lwm.envs.real.os import DesktopUnavailable, OSEnv, check_desktop
+
+try:
+    check_desktop()
+    HAVE_DESKTOP = True
+except DesktopUnavailable:
+    HAVE_DESKTOP = False
+pytestmark = pytest.mark.skipif(not HAVE_DESKTOP, reason="xvfb/at-spi/pyatspi not installed (make setup)")
+
+TYPE = "import pyautogui\npyautogui.FAILSAFE = False\npyautogui.click(300, 200)\npyautogui.write('{}', interval=0.01)"
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = OSEnv(apps=("mousepad",))
+    yield e
+    e.close()
+
+
+def test_the_tree_shows_the_app_and_typing_changes_it(env):
+    obs, _ = env.reset()
+    assert obs.startswith("application 'mousepad'\n  frame 'Untitled 1 - Mousepad' (0, 0, 640, 480)")
+    assert "menu 'File'" in obs
+    obs, *_ = env.step(TYPE.format("hello desktop"))
+    assert "text='hello desktop'" in obs and "frame '*Untitled 1 - Mousepad'" in obs
+
+
+def test_printed_output_and_tracebacks_come_first(env):
+    env.reset()
+    obs, *_ = env.step("print(6 * 7)")
+    assert obs.startswith("Output:\n42\n\napplication 'mousepad'")
+    obs, *_ = env.step("1 / 0")
+    assert obs.startswith("Output:\nTraceback (most recent call last):") and "ZeroDivisionError" in obs
+
+
+def test_actions_are_sandboxed(env):
+    env.reset()
+    obs, *_ = env.step("import pathlib\npathlib.Path('notes.txt').write_text('x')\nprint(pathlib.Path.cwd())\n"
+                       "open('/usr/lwm-probe', 'w')")
+    assert obs.startswith("Output:\n/home/user\n") and "Read-only file system: '/usr/lwm-probe'" in obs
+    assert (env.workdir / "notes.txt").read_text() == "x"
+    obs, *_ = env.step("import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9', timeout=2)")
+    assert "URLError" in obs
+
+
+def test_close_stops_the_desktop():
+    e = OSEnv()
+    e.reset()
+    procs = list(e.procs)
+    e.close()
+    assert procs and all(p.poll() is not None for p in procs)
