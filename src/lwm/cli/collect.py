@@ -11,23 +11,34 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from lwm.collect import EpisodeResult, plan, run
+from lwm.collect.presets import PRESETS, plan_preset
 from lwm.registry import names
 
 
 def collect(
-    domain: Annotated[str, typer.Option(help="Real environment: terminal, swe, mcp, ...")],
     out: Annotated[Path, typer.Option(help="Collection folder (trajectories.jsonl + episodes/).")],
+    domain: Annotated[str | None, typer.Option(help="Real environment: terminal, swe, mcp, search, web, os.")] = None,
+    preset: Annotated[str | None, typer.Option(help="A named collection instead of one domain: "
+                                               + ", ".join(PRESETS))] = None,
     episodes: Annotated[int, typer.Option(help="Episodes in the collection (finished ones are skipped).")] = 10,
     max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = 15,
     seed: Annotated[int, typer.Option(help="Seed of the collection; episode i uses a seed derived from it.")] = 0,
     workers: Annotated[int, typer.Option(help="Episodes run at once, each in its own process.")] = 1,
     mistake_rate: Annotated[float, typer.Option(help="Share of deliberately wrong actions.")] = 0.15,
     project: Annotated[Path | None, typer.Option(help="swe: a project folder or .tar.gz sdist.")] = None,
+    policy: Annotated[str, typer.Option(help="explorer, or agent:<model spec> for an LLM agent.")] = "explorer",
+    base_url: Annotated[str | None, typer.Option(help="For an agent policy on an OpenAI-compatible server.")] = None,
     env_option: Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "
                                                          "e.g. preset=memory for mcp.")] = None,
 ) -> None:
     """Run explorer episodes in a real environment and record every step."""
     console = Console()
+    if preset:
+        try:
+            todo, skipped = plan_preset(preset, seed, out, mistake_rate)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return _run(console, todo, skipped, workers, out, preset)
     if domain not in names("env") or domain not in names("explorer"):
         raise typer.BadParameter(f"no real environment with an explorer for {domain!r}; "
                                  f"have: {', '.join(sorted(set(names('env')) & set(names('explorer'))))}")
@@ -38,7 +49,12 @@ def collect(
             options[key] = json.loads(value) if value else True
         except json.JSONDecodeError:
             options[key] = value  # a plain string: --env-option preset=memory
-    todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate)
+    policy_options = {"base_url": base_url} if base_url else {}
+    todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy, policy_options)
+    _run(console, todo, skipped, workers, out, domain)
+
+
+def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, label: str) -> None:
     if skipped:
         console.print(f"resuming: {skipped} finished episodes in {out} are kept")
     failures: list[EpisodeResult] = []
@@ -46,7 +62,7 @@ def collect(
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[turns]} turns"), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task(f"collect {domain}", total=len(todo), turns=0)
+        task = progress.add_task(f"collect {label}", total=len(todo), turns=0)
 
         def on_result(result: EpisodeResult) -> None:
             nonlocal turns

@@ -30,14 +30,20 @@ class EpisodeSpec:
     out: str
     env_options: dict[str, Any] = field(default_factory=dict)
     mistake_rate: float = 0.15
+    tag: str = ""
+    """Tells apart several parts of one collection in the same domain (e.g. MCP servers)."""
+    policy: str = "explorer"
+    """``explorer`` (the domain's heuristic explorer) or ``agent:<model spec>`` (an LLM agent)."""
+    policy_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
-        return f"{self.domain}-s{self.seed}-{self.index:05d}"
+        return f"{self.domain}{'-' + self.tag if self.tag else ''}-s{self.seed}-{self.index:05d}"
 
     @property
     def episode_seed(self) -> int:
-        return self.seed * 1_000_003 + self.index
+        offset = int.from_bytes(self.tag.encode()[:4].ljust(4, b"\0"), "big") if self.tag else 0
+        return self.seed * 1_000_003 + self.index + offset
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,13 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     """One episode: a fresh real environment, an explorer, ``max_steps`` steps, each recorded."""
     started = time.monotonic()
     env = get("env", spec.domain)(**spec.env_options)
-    explorer = get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
+    if spec.policy.startswith("agent:"):
+        from lwm.collect.agent import AgentPolicy
+
+        explorer = AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
+                               **spec.policy_options)
+    else:
+        explorer = get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
     try:
         obs, _ = env.reset(seed=spec.episode_seed)
         explorer.start(random.Random(spec.episode_seed), env.context, obs)
@@ -80,11 +92,12 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
 
 
 def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
-         env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15) -> tuple[list[EpisodeSpec], int]:
+         env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15, tag: str = "",
+         policy: str = "explorer", policy_options: dict[str, Any] | None = None) -> tuple[list[EpisodeSpec], int]:
     """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped."""
     done = TrajectoryStore(out).finished_ids()
-    specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate)
-             for i in range(episodes)]
+    specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate, tag, policy,
+                         policy_options or {}) for i in range(episodes)]
     todo = [s for s in specs if s.id not in done]
     return todo, len(specs) - len(todo)
 

@@ -1,0 +1,53 @@
+"""Named collections: one command rebuilds the same corpus (same domains, episodes, steps, seeds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lwm.collect.runner import EpisodeSpec, plan
+
+
+@dataclass(frozen=True)
+class Part:
+    domain: str
+    episodes: int
+    max_steps: int
+    env_options: dict[str, Any] = field(default_factory=dict)
+    tag: str = ""
+
+
+PRESETS: dict[str, list[Part]] = {
+    # Six runnable domains, >= 30 trajectories each, ~3,400 turns; about 15 minutes with 2 workers here.
+    "corpus-v1": [
+        Part("terminal", 60, 12),
+        Part("swe", 50, 10),
+        Part("mcp", 20, 10, {"preset": "memory"}, "memory"),
+        Part("mcp", 15, 10, {"preset": "filesystem"}, "filesystem"),
+        Part("mcp", 10, 8, {"preset": "everything"}, "everything"),
+        Part("mcp", 10, 6, {"preset": "time"}, "time"),
+        Part("search", 50, 10),
+        Part("web", 40, 10),
+        Part("os", 35, 8),
+    ],
+    # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
+    "sample": [
+        Part("terminal", 3, 8), Part("swe", 3, 8), Part("mcp", 2, 6, {"preset": "memory"}, "memory"),
+        Part("mcp", 1, 6, {"preset": "filesystem"}, "filesystem"), Part("search", 3, 8), Part("web", 3, 6),
+        Part("os", 3, 5),
+    ],
+}
+
+
+def plan_preset(name: str, seed: int, out: str | Path, mistake_rate: float = 0.15) -> tuple[list[EpisodeSpec], int]:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    todo: list[EpisodeSpec] = []
+    skipped = 0
+    for part in PRESETS[name]:
+        specs, done = plan(part.domain, part.episodes, part.max_steps, seed, out, part.env_options, mistake_rate,
+                           part.tag)
+        todo += specs
+        skipped += done
+    return todo, skipped
