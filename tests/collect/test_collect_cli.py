@@ -124,3 +124,17 @@ def test_collect_web_episodes(tmp_path):
     (trajectory,) = read_trajectories(tmp_path)
     assert len(trajectory.turns) == 5 and trajectory.provenance.extra["explorer"] == "web-heuristic-v1"
     assert all("# Tabs" in turn.observation.content for turn in trajectory.turns)
+
+
+@needs_sandbox
+def test_collect_as_ray_tasks(tmp_path):
+    import pytest
+
+    ray = pytest.importorskip("ray")
+    try:
+        result = runner.invoke(app, ["collect", "--domain", "swe", "--episodes", "2", "--max-steps", "3",
+                                     "--workers", "2", "--executor", "ray", "--out", str(tmp_path)])
+    finally:
+        ray.shutdown()
+    assert result.exit_code == 0, result.output
+    assert sorted(t.id for t in read_trajectories(tmp_path)) == ["swe-s0-00000", "swe-s0-00001"]

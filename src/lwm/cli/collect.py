@@ -28,6 +28,8 @@ def collect(
     project: Annotated[Path | None, typer.Option(help="swe: a project folder or .tar.gz sdist.")] = None,
     policy: Annotated[str, typer.Option(help="explorer, or agent:<model spec> for an LLM agent.")] = "explorer",
     base_url: Annotated[str | None, typer.Option(help="For an agent policy on an OpenAI-compatible server.")] = None,
+    executor: Annotated[str, typer.Option(help="process (local worker processes) or ray (Ray tasks; RAY_ADDRESS "
+                                          "picks a cluster).")] = "process",
     env_option: Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "
                                                          "e.g. preset=memory for mcp.")] = None,
 ) -> None:
@@ -38,7 +40,7 @@ def collect(
             todo, skipped = plan_preset(preset, seed, out, mistake_rate)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
-        return _run(console, todo, skipped, workers, out, preset)
+        return _run(console, todo, skipped, workers, out, preset, executor)
     if domain not in names("env") or domain not in names("explorer"):
         raise typer.BadParameter(f"no real environment with an explorer for {domain!r}; "
                                  f"have: {', '.join(sorted(set(names('env')) & set(names('explorer'))))}")
@@ -51,10 +53,10 @@ def collect(
             options[key] = value  # a plain string: --env-option preset=memory
     policy_options = {"base_url": base_url} if base_url else {}
     todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy, policy_options)
-    _run(console, todo, skipped, workers, out, domain)
+    _run(console, todo, skipped, workers, out, domain, executor)
 
 
-def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, label: str) -> None:
+def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, label: str, executor: str) -> None:
     if skipped:
         console.print(f"resuming: {skipped} finished episodes in {out} are kept")
     failures: list[EpisodeResult] = []
@@ -72,7 +74,7 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
                 progress.console.print(f"[red]episode {result.id} failed:[/] {result.error}", markup=True)
             progress.update(task, advance=1, turns=turns)
 
-        run(todo, workers, on_result)
+        run(todo, workers, on_result, executor)
     console.print(f"{len(todo) - len(failures)} episodes recorded ({turns} turns) in {out}"
                   + (f"; {len(failures)} failed (rerun the command to retry them)" if failures else ""))
     if failures:

@@ -7,6 +7,7 @@ a killed run is resumed by running the same command again: finished episodes are
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable
@@ -103,14 +104,24 @@ def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
 
 
 def run(specs: list[EpisodeSpec], workers: int = 1,
-        on_result: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
-    """Run episodes in ``workers`` processes (in this process when 1), reporting each as it ends."""
+        on_result: Callable[[EpisodeResult], None] | None = None, executor: str = "process") -> list[EpisodeResult]:
+    """Run episodes in ``workers`` processes (in this process when 1), or as Ray tasks, reporting each as it ends.
+
+    With ``executor="ray"`` episodes are Ray tasks on the cluster named by ``RAY_ADDRESS`` (or a local one
+    with ``workers`` CPUs); each task writes to ``out``, which must then be a folder every node can reach.
+    """
     results: list[EpisodeResult] = []
 
     def done(result: EpisodeResult) -> None:
         results.append(result)
         if on_result:
             on_result(result)
+
+    if executor == "ray":
+        _run_ray(specs, workers, done)
+        return results
+    if executor != "process":
+        raise ValueError(f"unknown executor {executor!r}; use process or ray")
 
     if workers <= 1:
         for spec in specs:
@@ -120,3 +131,19 @@ def run(specs: list[EpisodeSpec], workers: int = 1,
         for future in as_completed([pool.submit(run_episode, spec) for spec in specs]):
             done(future.result())
     return results
+
+
+def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResult], None]) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("--executor ray needs Ray: pip install 'lwm[ray]'") from exc
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        ray.init(address=address, num_cpus=None if address else max(1, workers), include_dashboard=False,
+                 log_to_driver=False)
+    task = ray.remote(num_cpus=1, max_retries=1)(run_episode)
+    pending = [task.remote(spec) for spec in specs]
+    while pending:
+        finished, pending = ray.wait(pending, num_returns=1)
+        done(ray.get(finished[0]))
