@@ -58,3 +58,8 @@ class BaseExplorer:
 
 def find_all(pattern: str, text: str) -> list[str]:
     return list(dict.fromkeys(re.findall(pattern, text)))
+
+
+def tool(name: str, **arguments: Any) -> dict[str, Any]:
+    """A JSON tool call, as the mcp/swe/search domains write them."""
+    return {"name": name, "arguments": arguments}

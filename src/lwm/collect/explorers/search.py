@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lwm.collect.explorers.base import BaseExplorer, find_all
+from lwm.collect.explorers.base import BaseExplorer, find_all, tool
 from lwm.registry import register
 
 TOPICS = ("python asyncio timeout", "fork system call", "file permissions chmod", "unicode strings python",
@@ -13,10 +13,6 @@ TOPICS = ("python asyncio timeout", "fork system call", "file permissions chmod"
           "hacker", "compiler", "process scheduling", "dataclasses", "pathlib", "tcp ip", "kludge",
           "virtual memory", "epoll", "subprocess", "context manager", "daemon", "garbage collection")
 URL = r"\((https?://[^)\s]+)\)"
-
-
-def tool(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 @register("explorer", "search")

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwm.collect.explorers.base import BaseExplorer, find_all
+from lwm.collect.explorers.base import BaseExplorer, find_all, tool
 from lwm.registry import register
 
 PY_FILE = r"[\w./-]+\.py\b"
 IDENT = r"\bdef (\w+)|\bclass (\w+)"
 BROKEN_COMMANDS = ["python -c 'import nosuchmodule'", "git checkout nope", "cat missing.cfg"]
-
-
-def tool(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 @register("explorer", "swe")
