@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from lwm.backends import Backend, GenerateConfig, Message, load_backend
 from lwm.cache import GenerationCache, cache_key
 from lwm.domains import Domain, get_domain
+from lwm.parsing import parse_answer
 from lwm.types import Action, Observation, Trajectory, Turn
 
 T = TypeVar("T")
@@ -139,23 +140,30 @@ class WorldModel:
         domain = get_domain(trajectory.domain)
         action = self._action(domain, action)
         prompt = self.build_prompt(trajectory, action)
+        observation = await self.complete(prompt.messages, domain)
+        metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
+                    "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
+        return observation.model_copy(update={"metadata": metadata})
+
+    async def complete(self, messages: list[Message], domain: Domain | None = None) -> Observation:
+        """Ask the model with ready-made messages (e.g. a benchmark sample's own), parse and cache the answer."""
         use_cache = self.cache is not None and self.config.deterministic
-        key = cache_key(self.backend.name, prompt.messages, self.config) if use_cache else ""
+        key = cache_key(self.backend.name, messages, self.config) if use_cache else ""
         generation = self.cache.get(key) if use_cache else None
         cached = generation is not None
         if generation is None:
-            generation = await self.backend.generate(prompt.messages, self.config)
+            generation = await self.backend.generate(messages, self.config)
             if use_cache:
                 self.cache.put(key, self.backend.name, generation)
-        parsed = domain.parse(generation.text, generation.reasoning)
+        parsed = (domain.parse if domain else parse_answer)(generation.text, reasoning=generation.reasoning)
         return Observation(
             content=parsed.content,
             raw=generation.text,
             reasoning=parsed.reasoning,
             metadata={
                 "model": self.backend.name, "parse": parsed.status, "cached": cached,
-                "dropped_turns": prompt.dropped_turns, "prompt_tokens": generation.prompt_tokens or prompt.tokens,
-                "completion_tokens": generation.completion_tokens, "finish_reason": generation.finish_reason,
+                "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
+                "finish_reason": generation.finish_reason,
             },
         )
 

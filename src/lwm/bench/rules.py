@@ -1,0 +1,140 @@
+"""Judge-free rule scores on the same five dimensions as the LLM judge (1-5 each), plus exact match.
+
+Each dimension is a number x in [0, 1] mapped to 1 + 4x, so the published normalisation
+((mean - 1) / 4 * 100) turns it back into a percentage. Volatile values (timestamps, dates, UUIDs,
+hashes, long numbers such as PIDs and sizes) are masked before comparing. The formulas:
+
+- format: JSON references: 0.5 x (prediction is valid JSON) + 0.5 x Jaccard of the key paths.
+  Other text: 0.5 x Jaccard of the line-shape multisets (indentation, leading marker, tree/prompt
+  pattern) + 0.5 x line-count ratio (min/max).
+- factuality: F1 of masked content tokens (words and numbers) between prediction and reference.
+- consistency: of the entities (paths, file names, ids, quoted strings) that the history established
+  and the reference repeats, the share the prediction repeats too; factuality when there are none.
+- realism: 0.6 x (prediction and reference agree on error vs success) + 0.4 x length ratio (min/max).
+- quality: recall of the reference's non-empty masked lines among the prediction's lines.
+- exact: 1 when masked, whitespace-normalised texts are equal, else 0 (reported, not averaged).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
+_VOLATILE = re.compile("|".join([
+    r"(?P<uuid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)",
+    r"(?P<datetime>\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b)",
+    r"(?P<cal>\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?(?:\s+\d{1,2}\b)?)",
+    r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?\b)",
+    r"(?P<hex>\b[0-9a-fA-F]{7,64}\b)",
+    r"(?P<num>\b\d{4,}\b)",
+]))
+
+
+def _masked(match: re.Match) -> str:
+    kind = match.lastgroup or "x"
+    if kind == "hex":
+        token = match.group(0)
+        if token.isdigit():
+            return "<num>"
+        if token.isalpha():  # a word such as "deadbeef" or "acceded" is kept
+            return token
+    return f"<{kind}>"
+
+
+_ERROR = re.compile(r"error|traceback|exception|not found|no such|denied|invalid|failed|cannot|can't|unknown|"
+                    r"refused|timed out|usage:|fatal", re.I)
+_ENTITY = re.compile(r"[\w.-]*/[\w./-]+|\b[\w-]+\.[a-z]{1,5}\b|\b[A-Za-z_]+\d+[\w-]*\b"
+                     r"|'[^'\n]{2,40}'|\"[^\"\n]{2,40}\"")
+_WORD = re.compile(r"\w+")
+
+
+def mask(text: str) -> str:
+    return _VOLATILE.sub(_masked, text)
+
+
+def _scale(x: float) -> float:
+    return round(1.0 + 4.0 * max(0.0, min(1.0, x)), 4)
+
+
+def _ratio(a: float, b: float) -> float:
+    return 1.0 if a == b == 0 else min(a, b) / max(a, b)
+
+
+def _jaccard(a: Counter, b: Counter) -> float:
+    union = sum((a | b).values())
+    return 1.0 if union == 0 else sum((a & b).values()) / union
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _key_paths(value: Any, prefix: str = "") -> Counter:
+    paths: Counter = Counter()
+    if isinstance(value, dict):
+        for key, child in value.items():
+            paths[f"{prefix}/{key}"] += 1
+            paths += _key_paths(child, f"{prefix}/{key}")
+    elif isinstance(value, list):
+        for child in value[:50]:
+            paths += _key_paths(child, prefix + "[]")
+    return paths
+
+
+def _shape(line: str) -> str:
+    indent = (len(line) - len(line.lstrip())) // 2
+    body = line.strip()
+    marker = re.match(r"^(- |\d+\. |\[\w+\]|[#>*|+]+|\w+@[\w-]+:|\$|Error|\w+:)", body)
+    return f"{indent}:{marker.group(1) if marker else ('w' if body[:1].isalnum() else body[:1])}"
+
+
+def _format(prediction: str, reference: str) -> float:
+    ref_json = _json(reference)
+    if ref_json is not None and isinstance(ref_json, dict | list):
+        pred_json = _json(prediction)
+        if pred_json is None:
+            return 0.0
+        return 0.5 + 0.5 * _jaccard(_key_paths(pred_json), _key_paths(ref_json))
+    pred_lines, ref_lines = prediction.splitlines() or [""], reference.splitlines() or [""]
+    shapes = _jaccard(Counter(map(_shape, pred_lines)), Counter(map(_shape, ref_lines)))
+    return 0.5 * shapes + 0.5 * _ratio(len(pred_lines), len(ref_lines))
+
+
+def _f1(prediction: str, reference: str) -> float:
+    pred, ref = Counter(_WORD.findall(prediction.lower())), Counter(_WORD.findall(reference.lower()))
+    common = sum((pred & ref).values())
+    if not pred and not ref:
+        return 1.0
+    if common == 0:
+        return 0.0
+    precision, recall = common / sum(pred.values()), common / sum(ref.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def rule_scores(prediction: str, reference: str, history: str = "") -> dict[str, float]:
+    """The five dimensions (1-5), ``total_score`` (their mean) and ``exact`` (0 or 1)."""
+    pred, ref = mask(prediction.strip()), mask(reference.strip())
+    factual = _f1(pred, ref)
+    established = set(_ENTITY.findall(mask(history))) & set(_ENTITY.findall(ref))
+    consistent = sum(e in pred for e in established) / len(established) if established else factual
+    agree = bool(_ERROR.search(pred)) == bool(_ERROR.search(ref))
+    realism = 0.6 * agree + 0.4 * _ratio(len(pred), len(ref))
+    ref_lines = [line.strip() for line in ref.splitlines() if line.strip()]
+    pred_lines = {line.strip() for line in pred.splitlines()}
+    if ref_lines:
+        quality = sum(line in pred_lines for line in ref_lines) / len(ref_lines)
+    else:
+        quality = float(not pred_lines - {""})
+    scores = {
+        "format": _scale(_format(pred, ref)), "factuality": _scale(factual), "consistency": _scale(consistent),
+        "realism": _scale(realism), "quality": _scale(quality),
+    }
+    scores["total_score"] = round(sum(scores[d] for d in DIMENSIONS) / len(DIMENSIONS), 4)
+    scores["exact"] = float(" ".join(pred.split()) == " ".join(ref.split()))
+    return scores

@@ -1,0 +1,79 @@
+"""Aggregating judged samples into scores, exactly as the published script does, and showing them.
+
+Per domain and dimension: the mean over valid samples (``failed == 0``), normalised as
+(mean - 1) / 4 x 100; ``total`` is the same over each sample's total score; overall is the same over
+every valid sample's total score. Failed samples are counted and shown, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import mean
+from typing import Any
+
+from rich.table import Table
+
+from lwm.bench.rules import DIMENSIONS
+
+DISPLAY = {"mcp": "MCP", "search": "Search", "terminal": "Terminal", "swe": "SWE", "android": "Android",
+           "web": "Web", "os": "OS"}
+
+
+def normalize(raw: float) -> float:
+    return (raw - 1) / 4 * 100
+
+
+def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_domain[row["task"].split("/")[-1]].append(row)
+    domains: dict[str, Any] = {}
+    totals: list[float] = []
+    for domain in sorted(by_domain):
+        items = by_domain[domain]
+        valid = [r for r in items if r.get("failed", 1.0) == 0.0]
+        entry: dict[str, Any] = {"samples": len(items), "valid": len(valid), "failed": len(items) - len(valid)}
+        for dim in (*DIMENSIONS, "total_score"):
+            values = [r[dim] for r in valid if r.get(dim, 0) != 0]
+            entry[dim] = round(normalize(mean(values)), 2) if values else None
+            if dim == "total_score":
+                totals += values
+        exact = [r["exact"] for r in valid if "exact" in r]
+        if exact:
+            entry["exact"] = round(100 * mean(exact), 2)
+        domains[domain] = entry
+    return {"domains": domains, "overall": round(normalize(mean(totals)), 2) if totals else None,
+            "samples": len(rows), "valid": len(totals), "failed": len(rows) - len(totals)}
+
+
+def score_table(scores: dict[str, Any], title: str = "AgentWorldBench scores") -> Table:
+    table = Table(title=title)
+    for col in ("domain", "valid", "failed", *DIMENSIONS, "total"):
+        table.add_column(col, justify="left" if col == "domain" else "right")
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    for domain, e in scores["domains"].items():
+        table.add_row(DISPLAY.get(domain, domain), str(e["valid"]), str(e["failed"]),
+                      *(fmt(e[d]) for d in DIMENSIONS), fmt(e["total_score"]))
+    table.add_section()
+    table.add_row("[bold]Overall[/]", str(scores["valid"]), str(scores["failed"]), *[""] * len(DIMENSIONS),
+                  f"[bold]{fmt(scores['overall'])}[/]")
+    return table
+
+
+def compare_table(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> Table:
+    table = Table(title=f"{names[1]} - {names[0]} (points)")
+    for col in ("domain", *DIMENSIONS, "total"):
+        table.add_column(col, justify="left" if col == "domain" else "right")
+
+    def diff(x: float | None, y: float | None) -> str:
+        if x is None or y is None:
+            return "-"
+        d = y - x
+        return f"[green]+{d:.2f}[/]" if d > 0 else f"[red]{d:.2f}[/]" if d < 0 else "0.00"
+
+    for domain in sorted(set(a["domains"]) | set(b["domains"])):
+        ea, eb = a["domains"].get(domain, {}), b["domains"].get(domain, {})
+        table.add_row(DISPLAY.get(domain, domain), *(diff(ea.get(d), eb.get(d)) for d in (*DIMENSIONS, "total_score")))
+    table.add_section()
+    table.add_row("Overall", *[""] * len(DIMENSIONS), diff(a.get("overall"), b.get("overall")))
+    return table
