@@ -1,0 +1,135 @@
+"""bench infer/judge: prefix-ordered, resumable, surviving SIGKILL, through the real scripted server."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lwm.backends import GenerateConfig, MockBackend
+from lwm.bench.data import BenchSample, export_trajectories, load_samples, write_samples
+from lwm.bench.run import PREDICTIONS, read_rows, schedule
+from lwm.cli import app
+from lwm.testing.openai_server import ScriptedServer
+from tests.samples import trajectory
+
+runner = CliRunner()
+LWM = str(Path(sys.executable).parent / "lwm")
+
+
+@pytest.fixture
+def data(tmp_path):
+    trajectories = [trajectory(d).model_copy(update={"id": f"{d}-{i}"}) for d in ("terminal", "mcp", "web")
+                    for i in range(3)]
+    folder = tmp_path / "data"
+    write_samples(export_trajectories(trajectories), folder)
+    return folder
+
+
+def test_export_and_load_round_trip(data):
+    samples = load_samples(data)
+    assert len(samples) == 18 and {s.domain for s in samples} == {"terminal", "mcp", "web"}
+    second = next(s for s in samples if s.id == "terminal-0-t2")
+    roles = [m["role"] for m in second.messages()]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert second.messages()[-1]["content"].startswith("### Turn 2") and second.reference.startswith("user@lwm")
+
+
+def test_bad_lines_are_named_and_skipped(data):
+    with (data / "terminal_test.jsonl").open("a") as handle:
+        handle.write('{"task": "terminal", "id": "x"}\nnot json\n')
+    problems = []
+    samples = load_samples(data, problems)
+    assert len(samples) == 18 and len(problems) == 2
+    assert problems[0].startswith(f"{data / 'terminal_test.jsonl'}:7: skipped")
+
+
+def test_schedule_keeps_a_trajectorys_turns_together():
+    samples = [BenchSample(task="t", id=f"{tid}-{k}", prompt=[f"first {tid}", "b"], response=["r", "r"],
+                           system_str="S", turn_idx=k) for k in (2, 1) for tid in ("x", "y")]
+    assert [s.id for s in schedule(samples)] == ["x-1", "x-2", "y-1", "y-2"]
+
+
+def test_run_is_resumable_and_rescores_nothing(data, tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["bench", "run", "--data", str(data), "--out", str(out), "--model", "mock"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["valid"] == 18 and set(scores["domains"]) == {"terminal", "mcp", "web"}
+    assert (out / "report.html").read_text().count("<details>") == 18
+    before = (out / PREDICTIONS).read_text()
+    again = runner.invoke(app, ["bench", "run", "--data", str(data), "--out", str(out), "--model", "mock"])
+    assert "resuming: 18 samples already predicted" in again.output
+    assert (out / PREDICTIONS).read_text() == before
+
+
+def test_server_errors_are_recorded_then_retried_on_rerun(data, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedServer() as server:
+        server.inject("status", status=400, times=3)  # not retried by the backend: recorded as errors
+        args = ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "openai:scripted",
+                "--base-url", server.base_url, "--concurrency", "4"]
+        first = runner.invoke(app, args)
+        assert "3 failed (rerun to retry)" in first.output
+        second = runner.invoke(app, args)
+    assert "resuming: 15 samples already predicted" in second.output
+    rows = read_rows(out / PREDICTIONS)
+    assert len(rows) == 18 and not any(r.get("error") for r in rows.values())
+
+
+def test_llm_judge_through_the_scripted_server(data, tmp_path):
+    out = tmp_path / "run"
+    runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "mock"])
+    verdict = ('<final_evaluation>{"scores": {"format": 4, "factuality": 3, "consistency": 5, "realism": 4, '
+               '"quality": 3}}</final_evaluation>')
+    with ScriptedServer(["garbage", verdict]) as server:
+        result = runner.invoke(app, ["bench", "judge", "--out", str(out), "--judge-spec", "openai:judge",
+                                     "--base-url", server.base_url, "--concurrency", "1"])
+    assert result.exit_code == 0, result.output
+    scores = runner.invoke(app, ["bench", "score", "--out", str(out)], env={"COLUMNS": "200"})
+    assert json.loads((out / "scores.json").read_text())["overall"] == pytest.approx((3.8 - 1) / 4 * 100)
+    assert "Overall" in scores.output
+
+
+def test_a_killed_inference_resumes_without_redoing_or_losing_samples(data, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedServer(latency=0.15) as server:
+        cmd = [LWM, "bench", "infer", "--data", str(data), "--out", str(out), "--model", "openai:scripted",
+               "--base-url", server.base_url, "--concurrency", "2", "--no-cache"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(read_rows(out / PREDICTIONS)) < 6:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished = read_rows(out / PREDICTIONS)
+        assert 6 <= len(finished) < 18
+        served_before = len(server.requests)
+        rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        assert f"resuming: {len(finished)} samples already predicted" in rerun.stdout
+        assert len(server.requests) - served_before == 18 - len(finished)  # nothing finished was recomputed
+    rows = read_rows(out / PREDICTIONS)
+    assert len(rows) == 18 and all(rows[i] == finished[i] for i in finished)
+
+
+def test_world_model_cache_makes_a_rerun_free(data, tmp_path):
+    import asyncio
+
+    from lwm.bench.run import infer
+    from lwm.worldmodel import WorldModel
+
+    backend = MockBackend()
+    samples = load_samples(data)
+    wm = WorldModel(backend, config=GenerateConfig())
+    asyncio.run(infer(samples, wm, tmp_path / "a"))
+    distinct = len({json.dumps(s.messages()) for s in samples})  # equal trajectories share answers already
+    assert len(backend.calls) == distinct == 6
+    asyncio.run(infer(samples, wm, tmp_path / "b"))
+    assert len(backend.calls) == distinct
+    assert all(r["cached"] for r in read_rows(tmp_path / "b" / PREDICTIONS).values())

@@ -1,0 +1,48 @@
+"""Our aggregation against the published formula, computed independently on the same fixture."""
+
+from collections import defaultdict
+from statistics import mean
+
+from lwm.bench.score import aggregate
+
+DIMS = ["format", "factuality", "consistency", "realism", "quality"]
+ROWS = [
+    {"id": "a", "task": "terminal", "failed": 0.0, "format": 5, "factuality": 4, "consistency": 4, "realism": 5,
+     "quality": 3, "total_score": 4.2},
+    {"id": "b", "task": "terminal", "failed": 0.0, "format": 3, "factuality": 2, "consistency": 3, "realism": 4,
+     "quality": 2, "total_score": 2.8},
+    {"id": "c", "task": "terminal", "failed": 1.0, "error_message": "Judge scoring failed"},
+    {"id": "d", "task": "agentworld/mcp", "failed": 0.0, "format": 4, "factuality": 5, "consistency": 5,
+     "realism": 4, "quality": 4, "total_score": 4.4},
+    {"id": "e", "task": "mcp", "failed": 1.0},
+    {"id": "f", "task": "search", "failed": 1.0},
+]
+
+
+def published(jobs):
+    """The published aggregation: valid = failed == 0, values != 0, (mean - 1) / 4 * 100, overall over totals."""
+    groups = defaultdict(list)
+    for job in jobs:
+        groups[job["task"].split("/")[-1] if "/" in job["task"] else job["task"]].append(job)
+    result, totals = {}, []
+    for task, items in groups.items():
+        valid = [j for j in items if j.get("failed", 1.0) == 0.0]
+        result[task] = {}
+        for dim in DIMS + ["total_score"]:
+            values = [j.get(dim, 0) for j in valid if j.get(dim, 0) != 0]
+            result[task][dim] = (mean(values) - 1) / 4 * 100 if values else None
+            if dim == "total_score":
+                totals.extend(values)
+    return result, (mean(totals) - 1) / 4 * 100
+
+
+def test_same_numbers_as_the_published_formula():
+    ours = aggregate(ROWS)
+    theirs, overall = published(ROWS)
+    assert ours["overall"] == round(overall, 2)
+    for task, dims in theirs.items():
+        for dim, value in dims.items():
+            assert ours["domains"][task][dim] == (None if value is None else round(value, 2))
+    assert (ours["samples"], ours["valid"], ours["failed"]) == (6, 3, 3)
+    assert ours["domains"]["search"] == {"samples": 1, "valid": 0, "failed": 1, **{d: None for d in DIMS},
+                                         "total_score": None}
