@@ -5,8 +5,7 @@ setup:
 	@bash scripts/setup.sh
 
 run: setup
-	.venv/bin/lwm models
-	.venv/bin/lwm simulate --domain terminal --action '[{"keystrokes": "echo hello\n", "duration": 0.1}]'
+	.venv/bin/lwm demo
 
 test: setup
 	.venv/bin/python -m pytest -q

@@ -133,3 +133,18 @@ def test_world_model_cache_makes_a_rerun_free(data, tmp_path):
     asyncio.run(infer(samples, wm, tmp_path / "b"))
     assert len(backend.calls) == distinct
     assert all(r["cached"] for r in read_rows(tmp_path / "b" / PREDICTIONS).values())
+
+
+SAMPLE_BENCH = Path(__file__).parents[2] / "data" / "bench-sample"
+
+
+def test_the_sample_bench_in_the_repo_is_real_and_runs(tmp_path):
+    samples = load_samples(SAMPLE_BENCH)
+    counts = {d: sum(s.domain == d for s in samples) for d in {s.domain for s in samples}}
+    assert set(counts) == {"terminal", "swe", "mcp", "search", "web", "os"} and min(counts.values()) >= 20
+    assert any("user@sandbox:~$" in s.reference for s in samples if s.domain == "terminal")
+    assert any("URL: http://shop.lwm.test/" in s.reference for s in samples if s.domain == "web")
+    result = runner.invoke(app, ["bench", "run", "--data", str(SAMPLE_BENCH), "--out", str(tmp_path),
+                                 "--model", "mock", "--limit", "5"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "scores.json").read_text())["valid"] == 30 and "Overall" in result.output

@@ -28,12 +28,17 @@ Out = Annotated[Path, typer.Option(help="Run folder (predictions.jsonl, judged.j
 Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files, or one file.")]
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
 Judge = Annotated[str, typer.Option(help="'rules' (no model) or a model spec for an LLM judge.")]
+Limit = Annotated[int | None, typer.Option(help="Only the first N samples of each domain (a quick look).")]
 
 
-def _samples(data: Path) -> list[BenchSample]:
+def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
     problems: list[str] = []
     try:
         samples = load_samples(data, problems)
+        if limit is not None:
+            seen: dict[str, int] = {}
+            samples = [s for s in samples if (seen.__setitem__(s.domain, seen.get(s.domain, 0) + 1)
+                                              or seen[s.domain] <= limit)]
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from None
     for problem in problems:
@@ -69,9 +74,10 @@ def _meta(out: Path, key: str, value: str | None = None) -> str | None:
 @bench_app.command("infer")
 def infer_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, base_url: o.BaseUrl = None,
               api_key: o.ApiKey = None, temperature: o.Temperature = 0.0, seed: o.Seed = 0,
-              max_tokens: o.MaxTokens = 2048, concurrency: Concurrency = 16, no_cache: o.NoCache = False) -> None:
+              max_tokens: o.MaxTokens = 2048, concurrency: Concurrency = 16, no_cache: o.NoCache = False,
+              limit: Limit = None) -> None:
     """Predict the observation of every sample (resumes: finished samples are kept)."""
-    samples = _samples(data)
+    samples = _samples(data, limit)
     _meta(out, "data", str(data.resolve()))
     wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, None, no_cache)
     todo = len(pending_inference(samples, out))
@@ -122,9 +128,9 @@ def score_cmd(out: Out, report: Annotated[bool, typer.Option(help="Also write re
 def run_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, judge_spec: Judge = "rules",
             base_url: o.BaseUrl = None, api_key: o.ApiKey = None, temperature: o.Temperature = 0.0,
             seed: o.Seed = 0, max_tokens: o.MaxTokens = 2048, concurrency: Concurrency = 16,
-            no_cache: o.NoCache = False, prompts_dir: o.PromptsDir = None) -> None:
+            no_cache: o.NoCache = False, prompts_dir: o.PromptsDir = None, limit: Limit = None) -> None:
     """infer, judge and score in one go."""
-    infer_cmd(data, out, model, base_url, api_key, temperature, seed, max_tokens, concurrency, no_cache)
+    infer_cmd(data, out, model, base_url, api_key, temperature, seed, max_tokens, concurrency, no_cache, limit)
     judge_cmd(out, judge_spec, data, base_url, api_key, concurrency, prompts_dir)
     score_cmd(out)
 

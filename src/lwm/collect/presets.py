@@ -18,16 +18,21 @@ class Part:
     tag: str = ""
 
 
+GIT_SETUP = ["git init -q -b main", "printf 'notes\\n' > notes.txt && printf 'print(1)\\n' > app.py",
+             "git add -A && git -c user.email=dev@example.org -c user.name=dev commit -qm 'first commit'",
+             "printf 'more\\n' >> notes.txt"]
+
 PRESETS: dict[str, list[Part]] = {
-    # Six runnable domains, >= 30 trajectories each, ~3,400 turns; about 15 minutes with 2 workers here.
+    # Six runnable domains, >= 35 trajectories each: 300 trajectories, 3,170 turns (docs/collection.md).
     "corpus-v1": [
         Part("terminal", 60, 12),
-        Part("swe", 50, 10),
+        Part("swe", 50, 12),
         Part("mcp", 20, 10, {"preset": "memory"}, "memory"),
         Part("mcp", 15, 10, {"preset": "filesystem"}, "filesystem"),
         Part("mcp", 10, 8, {"preset": "everything"}, "everything"),
         Part("mcp", 10, 6, {"preset": "time"}, "time"),
-        Part("search", 50, 10),
+        Part("mcp", 10, 8, {"preset": "git", "setup": GIT_SETUP}, "git"),
+        Part("search", 50, 12),
         Part("web", 40, 10),
         Part("os", 35, 8),
     ],

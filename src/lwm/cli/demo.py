@@ -1,0 +1,96 @@
+"""``lwm demo``: a real sandboxed terminal episode, predicted step by step by the world model, scored.
+
+Records a handful of ordinary commands in the real terminal (bash in tmux in bubblewrap), asks the
+world model to predict each screen from the real history before it, shows real and predicted side by
+side with the rule scores, and writes the HTML report. Offline with the default embedded model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm.bench.data import export_trajectories
+from lwm.bench.report import write_report
+from lwm.bench.rules import DIMENSIONS, rule_scores
+from lwm.bench.score import aggregate, score_table
+from lwm.cli import options as o
+from lwm.cli.simulate import fail
+from lwm.envs.real import TerminalEnv
+from lwm.envs.real.sandbox import SandboxUnavailable
+from lwm.types import Trajectory
+
+COMMANDS = [
+    "mkdir project && cd project",
+    "printf 'apples 3\\npears 5\\nplums 2\\n' > fruit.txt",
+    "ls -l",
+    "sort -k2 -n fruit.txt",
+    "printf 'import sys\\nprint(sum(int(l.split()[1]) for l in open(sys.argv[1])))\\n' > total.py",
+    "python3 total.py fruit.txt",
+    "cat missing.txt",
+]
+
+
+def record(console: Console) -> Trajectory:
+    env = TerminalEnv(width=80, height=20)
+    try:
+        with console.status("recording the real terminal episode..."):
+            env.reset(seed=0)
+            for command in COMMANDS:
+                env.step([{"keystrokes": command + "\n", "duration": 0.4}])
+        return env.trajectory
+    finally:
+        env.close()
+
+
+def last_lines(text: str, count: int = 6) -> str:
+    return "\n".join(text.splitlines()[-count:])
+
+
+def demo(
+    model: o.Model = o.DEFAULT_MODEL,
+    base_url: o.BaseUrl = None,
+    api_key: o.ApiKey = None,
+    max_tokens: o.MaxTokens = 160,
+    out: Annotated[Path, typer.Option(help="Where the report goes.")] = Path("lwm-demo"),
+    no_cache: o.NoCache = False,
+) -> None:
+    """Record a real terminal episode, predict every step with the world model, compare and score."""
+    console = Console()
+    try:
+        trajectory = record(console)
+    except (SandboxUnavailable, RuntimeError) as exc:
+        raise fail(f"the real terminal could not start: {exc}") from None
+    wm = o.make_world_model(model, base_url, api_key, 0.0, 0, max_tokens, None, no_cache)
+    samples = {s.id: s for s in export_trajectories([trajectory])}
+    rows = []
+    table = Table(title=f"real terminal vs {wm.backend.name}", show_lines=True)
+    for col in ("step", "command", "real (last lines)", "predicted (last lines)", "score"):
+        table.add_column(col, overflow="fold")
+    for k, turn in enumerate(trajectory.turns, start=1):
+        history = trajectory.model_copy(update={"turns": trajectory.turns[: k - 1]})
+        with console.status(f"predicting step {k}/{len(trajectory.turns)}..."):
+            try:
+                predicted = wm.predict_sync(history, turn.action)
+            except Exception as exc:  # a model error is shown and the demo goes on
+                predicted = turn.observation.model_copy(update={"content": f"(no prediction: {exc})"})
+        past = "\n".join(t.observation.content for t in history.turns)
+        scores = rule_scores(predicted.content, turn.observation.content, past)
+        rows.append({"id": f"{trajectory.id}-t{k}", "task": "terminal", "prediction": predicted.content,
+                     "failed": 0.0, **scores})
+        table.add_row(str(k), COMMANDS[k - 1], last_lines(turn.observation.content), last_lines(predicted.content),
+                      f"{(scores['total_score'] - 1) / 4 * 100:.0f}")
+    console.print(table)
+    result = aggregate(rows)
+    console.print(score_table(result, "rule scores (0-100)"))
+    out.mkdir(parents=True, exist_ok=True)
+    path = write_report(out / "report.html", result, rows, samples, title=f"lwm demo: {wm.backend.name}")
+    console.print(f"report: {path.resolve()}  (dimensions: {', '.join(DIMENSIONS)})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
