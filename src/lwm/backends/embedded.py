@@ -81,7 +81,6 @@ class EmbeddedBackend:
 
     @classmethod
     def from_spec(cls, model: str | None, **options: Any) -> EmbeddedBackend:
-        options.pop("base_url", None), options.pop("api_key", None)
         return cls(model, **options)
 
     @classmethod

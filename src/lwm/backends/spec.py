@@ -7,6 +7,7 @@ passed to the backend's constructor (numbers and booleans are converted).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -37,10 +38,12 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, Any]]:
 
 
 def load_backend(spec: str | None = None, **options: Any) -> Backend:
-    """A backend from a spec; keyword options (e.g. ``base_url``) apply where the backend takes them."""
+    """A backend from a spec; keyword options (e.g. ``base_url``, ``concurrency``) apply where the backend
+    takes them and are ignored where it does not; options in the spec itself must be known to it."""
     provider, model, spec_options = parse_spec(spec or DEFAULT_SPEC)
     cls = get("backend", provider)
-    merged = {k: v for k, v in options.items() if v is not None} | spec_options
+    accepted = inspect.signature(cls.__init__).parameters
+    merged = {k: v for k, v in options.items() if v is not None and k in accepted} | spec_options
     try:
         return cls.from_spec(model, **merged)
     except TypeError as exc:

@@ -31,7 +31,6 @@ class TransformersBackend:
 
     @classmethod
     def from_spec(cls, model: str | None, **options: Any) -> TransformersBackend:
-        options.pop("base_url", None), options.pop("api_key", None)
         if not model:
             raise ValueError("the transformers backend needs a folder: transformers:/path/to/model")
         return cls(model, **options)

@@ -79,7 +79,7 @@ def infer_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, base_url: 
     """Predict the observation of every sample (resumes: finished samples are kept)."""
     samples = _samples(data, limit)
     _meta(out, "data", str(data.resolve()))
-    wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, None, no_cache)
+    wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, None, no_cache, concurrency)
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")

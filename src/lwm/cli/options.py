@@ -24,7 +24,8 @@ DEFAULT_MODEL = DEFAULT_SPEC
 
 
 def make_world_model(model: str, base_url: str | None, api_key: str | None, temperature: float, seed: int,
-                     max_tokens: int, prompts_dir: Path | None, no_cache: bool) -> WorldModel:
+                     max_tokens: int, prompts_dir: Path | None, no_cache: bool,
+                     concurrency: int | None = None) -> WorldModel:
     config = GenerateConfig(temperature=temperature, seed=seed, max_tokens=max_tokens)
     return WorldModel(model, config=config, cache=not no_cache, prompts_dir=prompts_dir,
-                      base_url=base_url, api_key=api_key)
+                      base_url=base_url, api_key=api_key, concurrency=concurrency)

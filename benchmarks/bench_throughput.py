@@ -1,0 +1,85 @@
+"""lwm bench vs the published one-request-at-a-time loop, against a server with 200 ms latency.
+
+Starts the scripted OpenAI-compatible server on 127.0.0.1 (200 ms per request), runs a sequential loop
+over 200 samples (build the messages, one request, wait, next: what the published script does), then
+``lwm bench infer`` on the same samples at concurrency 32 (cache off), checks that both produced the
+same predictions, and prints the wall times and the speed ratio (target: at least 20x).
+Usage: python benchmarks/bench_throughput.py [--samples 200] [--latency 0.2] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from lwm.backends import GenerateConfig
+from lwm.bench.data import BenchSample, load_samples
+from lwm.bench.run import PREDICTIONS, infer, read_rows
+from lwm.parsing import parse_answer
+from lwm.testing.openai_server import ScriptedServer
+from lwm.worldmodel import WorldModel
+
+DATA = Path(__file__).parents[1] / "data" / "bench-sample"
+
+
+def samples(count: int) -> list[BenchSample]:
+    base = load_samples(DATA)
+    out = []
+    for i in range(count):  # repeat the sample bench with distinct ids and prompts until there are enough
+        s = base[i % len(base)]
+        copy = i // len(base)
+        out.append(s.model_copy(update={"id": f"{s.id}#{copy}", "system_str": s.system_str + ("\n" * copy)}))
+    return out
+
+
+def sequential(items: list[BenchSample], base_url: str) -> dict[str, str]:
+    predictions = {}
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        for s in items:
+            body = {"model": "scripted", "messages": s.messages(), "temperature": 0.0, "max_tokens": 2048, "seed": 0}
+            text = client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+            predictions[s.id] = parse_answer(text).content
+    return predictions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    console = Console()
+    items = samples(args.samples)
+    with ScriptedServer(latency=args.latency) as server:
+        with console.status(f"sequential loop over {len(items)} samples..."):
+            start = time.perf_counter()
+            reference = sequential(items, server.base_url)
+            seq_s = time.perf_counter() - start
+        out = Path(tempfile.mkdtemp(prefix="lwm-bench-throughput-"))
+        wm = WorldModel("openai:scripted", base_url=server.base_url, cache=False, concurrency=args.concurrency,
+                        config=GenerateConfig(temperature=0.0, seed=0, max_tokens=2048))
+        with console.status(f"lwm bench infer at concurrency {args.concurrency}..."):
+            start = time.perf_counter()
+            asyncio.run(infer(items, wm, out, args.concurrency))
+            lwm_s = time.perf_counter() - start
+    rows = read_rows(out / PREDICTIONS)
+    identical = all(rows[i]["prediction"] == p for i, p in reference.items()) and len(rows) == len(reference)
+    table = Table(title=f"{len(items)} samples, server latency {args.latency * 1000:.0f} ms")
+    for col in ("runner", "wall s", "samples/s"):
+        table.add_column(col, justify="right")
+    table.add_row("sequential (published style)", f"{seq_s:.2f}", f"{len(items) / seq_s:.1f}")
+    table.add_row(f"lwm bench infer, concurrency {args.concurrency}", f"{lwm_s:.2f}", f"{len(items) / lwm_s:.1f}")
+    console.print(table)
+    console.print(f"speed-up: [bold]{seq_s / lwm_s:.1f}x[/] (target >= 20x); predictions identical: "
+                  f"[bold]{'yes' if identical else 'NO'}[/]")
+
+
+if __name__ == "__main__":
+    main()
