@@ -1,0 +1,62 @@
+"""Seconds per sample on the embedded backend, with and without prefix-aware scheduling.
+
+Samples of one trajectory share a long prefix (system prompt + history). In trajectory order, llama.cpp
+reuses the previous prompt's matching KV prefix and only evaluates the new turn; in a shuffled order
+it re-evaluates most of every prompt. Both runs predict the same samples with the cache off; the
+table shows median seconds per sample and the ratio.
+Usage: python benchmarks/bench_embedded.py [--domain terminal] [--trajectories 2] [--turns 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from lwm.backends import GenerateConfig
+from lwm.bench.data import load_samples
+from lwm.bench.run import PREDICTIONS, infer, read_rows
+from lwm.worldmodel import WorldModel
+
+DATA = Path(__file__).parents[1] / "data" / "bench-sample"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domain", default="terminal")
+    parser.add_argument("--trajectories", type=int, default=2)
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    args = parser.parse_args()
+    samples = [s for s in load_samples(DATA / f"{args.domain}_test.jsonl") if s.turn_idx <= args.turns]
+    keys = list(dict.fromkeys(s.prefix_key for s in samples))[: args.trajectories]
+    samples = [s for s in samples if s.prefix_key in keys]
+    wm = WorldModel("embedded?n_ctx=8192", cache=False, config=GenerateConfig(max_tokens=args.max_tokens))
+    console = Console()
+    results = {}
+    for label, ordered in (("prefix-aware (trajectory order)", True), ("shuffled", False)):
+        items = samples if ordered else random.Random(0).sample(samples, len(samples))
+        out = Path(tempfile.mkdtemp(prefix="lwm-bench-embedded-"))
+        wm.backend.llama.reset()
+        with console.status(f"{label}: {len(items)} samples..."):
+            asyncio.run(infer(items, wm, out, concurrency=1, prefix_order=ordered))
+        seconds = [r["seconds"] for r in read_rows(out / PREDICTIONS).values() if not r.get("error")]
+        results[label] = (statistics.median(seconds), sum(seconds), len(seconds))
+    table = Table(title=f"embedded SmolLM2, {len(samples)} {args.domain} samples from {len(keys)} trajectories")
+    for col in ("order", "median s/sample", "total s", "samples"):
+        table.add_column(col, justify="right")
+    for label, (median, total, count) in results.items():
+        table.add_row(label, f"{median:.2f}", f"{total:.1f}", str(count))
+    console.print(table)
+    (fast, _, _), (slow, _, _) = results.values()
+    console.print(f"prefix-aware scheduling: [bold]{slow / fast:.2f}x[/] faster per sample (median)")
+
+
+if __name__ == "__main__":
+    main()
