@@ -88,7 +88,7 @@ def test_llm_judge_through_the_scripted_server(data, tmp_path):
     verdict = ('<final_evaluation>{"scores": {"format": 4, "factuality": 3, "consistency": 5, "realism": 4, '
                '"quality": 3}}</final_evaluation>')
     with ScriptedServer(["garbage", verdict]) as server:
-        result = runner.invoke(app, ["bench", "judge", "--out", str(out), "--judge-spec", "openai:judge",
+        result = runner.invoke(app, ["bench", "judge", "--out", str(out), "--judge", "openai:judge",
                                      "--base-url", server.base_url, "--concurrency", "1"])
     assert result.exit_code == 0, result.output
     scores = runner.invoke(app, ["bench", "score", "--out", str(out)], env={"COLUMNS": "200"})
@@ -148,3 +148,13 @@ def test_the_sample_bench_in_the_repo_is_real_and_runs(tmp_path):
                                  "--model", "mock", "--limit", "5"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "scores.json").read_text())["valid"] == 30 and "Overall" in result.output
+
+
+@pytest.mark.embedded
+def test_sample_bench_runs_offline_on_the_embedded_model(tmp_path):
+    result = runner.invoke(app, ["bench", "run", "--data", str(SAMPLE_BENCH / "terminal_test.jsonl"), "--out",
+                                 str(tmp_path), "--model", "embedded", "--judge", "rules", "--limit", "2",
+                                 "--max-tokens", "48"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert scores["valid"] == 2 and "Terminal" in result.output and "Overall" in result.output

@@ -27,7 +27,7 @@ console = Console()
 Out = Annotated[Path, typer.Option(help="Run folder (predictions.jsonl, judged.jsonl, scores.json).")]
 Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files, or one file.")]
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
-Judge = Annotated[str, typer.Option(help="'rules' (no model) or a model spec for an LLM judge.")]
+Judge = Annotated[str, typer.Option("--judge", help="'rules' (no model) or a model spec for an LLM judge.")]
 Limit = Annotated[int | None, typer.Option(help="Only the first N samples of each domain (a quick look).")]
 
 
