@@ -60,7 +60,7 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
         if sample is None:
             continue
         real, predicted = sample.reference, row.get("prediction", "")
-        verdict = row.get("error_message") or " ".join(f"{d}={row[d]:g}" for d in DIMENSIONS if d in row)
+        verdict = row.get("error_message") or " ".join(f"{d} {row[d]:.1f}" for d in DIMENSIONS if d in row)
         items.append(
             f"<details><summary>{html.escape(row['id'])} · {DISPLAY.get(sample.domain, sample.domain)} · "
             f"{html.escape(verdict)}</summary>"
