@@ -80,3 +80,23 @@ def test_tabs(env):
 def test_parse_calls_reads_arguments():
     assert parse_calls("fill('a1', 'x y')\nscroll(0, -300)\nclick('b2', button='right')") == [
         ("fill", ["a1", "x y"], {}), ("scroll", [0, -300], {}), ("click", ["b2"], {"button": "right"})]
+
+
+def test_the_browser_runs_sandboxed_without_a_network(env):
+    env.reset()
+    assert env.sandbox and (env._home / "chromium").read_text().startswith("#!/bin/sh\nexec ")
+    assert "--unshare-net" in (env._home / "chromium").read_text()
+    home = str(env._home)
+    launchers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and home.encode() in _cmdline(p)
+                 and _cmdline(p).startswith(b"/usr/bin/bwrap")]
+    children = [Path(f"/proc/{c}") for p in launchers for c in (p / "task" / p.name / "children").read_text().split()]
+    assert children, "the sandboxed browser process was not found"
+    ours = Path("/proc/self/ns/net").readlink()
+    assert all((c / "ns" / "net").readlink() != ours for c in children)  # a network namespace of its own
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -3,7 +3,8 @@
 Sites are local and the browser is offline: requests to ``http://shop.lwm.test/`` are answered from
 the small apps in ``sites/`` (a shop with search and pagination, a cart, a sign-in and a sign-up
 form with validation), requests to ``https://docs.python.org/3/`` from the Python docs installed by
-``python3-doc``, and every other request fails as it would with no network. The observation is the
+``python3-doc``, and every other request fails as it would with no network. The browser itself runs
+in a bubblewrap sandbox with no network namespace and only a private home writable. The observation is the
 open tabs, the URL and title, and Playwright's accessibility snapshot with a ref (``e12``) for each
 element; actions are BrowserGym calls whose ``bid`` is such a ref.
 """
@@ -13,10 +14,14 @@ from __future__ import annotations
 import ast
 import mimetypes
 import re
+import shlex
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
+from lwm.envs.real.sandbox import Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -46,8 +51,9 @@ def parse_calls(code: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
 @register("env", "web")
 class WebEnv(TextEnv):
     def __init__(self, context: Context | None = None, *, start_url: str = START_URL, width: int = 1280,
-                 height: int = 800, render_mode: str | None = None):
-        self.start_url, self.viewport = start_url, {"width": width, "height": height}
+                 height: int = 800, sandbox: bool = True, render_mode: str | None = None):
+        self.start_url, self.viewport, self.sandbox = start_url, {"width": width, "height": height}, sandbox
+        self._home: Path | None = None
         self._pw: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -67,13 +73,27 @@ class WebEnv(TextEnv):
             if not Path(CHROMIUM).exists():
                 raise RuntimeError(f"{CHROMIUM} not found: apt-get install chromium (make setup does this)")
             self._pw = sync_playwright().start()
-            self._browser = self._pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            executable = self._sandboxed_chromium() if self.sandbox else CHROMIUM
+            self._browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         if self._context is not None:
             self._context.close()
         self._context = self._browser.new_context(viewport=self.viewport, service_workers="block")
         self._context.route("**/*", self._serve)
         self._context.set_default_timeout(ACTION_TIMEOUT_MS)
         self.page = self._context.new_page()
+
+    def _sandboxed_chromium(self) -> str:
+        """A launcher that runs chromium in bubblewrap: no network namespace, only a private home writable.
+
+        Playwright talks to the browser over pipes, and the sites are answered by request routing inside
+        the browser, so nothing needs a network; chromium's own sandbox is off (``--no-sandbox``), this one
+        replaces it."""
+        self._home = Path(tempfile.mkdtemp(prefix="lwm-web-"))
+        argv = Sandbox(self._home).argv(CHROMIUM)
+        launcher = self._home / "chromium"
+        launcher.write_text(f'#!/bin/sh\nexec {shlex.join(argv)} "$@"\n')
+        launcher.chmod(0o755)
+        return str(launcher)
 
     def _serve(self, route: Any) -> None:
         """Answer from local files for the known sites; anything else fails as offline."""
@@ -103,6 +123,9 @@ class WebEnv(TextEnv):
         if self._pw is not None:
             self._pw.stop()
         self._pw = self._browser = self._context = self.page = None
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
 
     # --- observation -----------------------------------------------------------------------------
     def snapshot(self) -> str:
