@@ -10,7 +10,8 @@ hashes, long numbers such as PIDs and sizes) are masked before comparing. The fo
 - factuality: F1 of masked content tokens (words and numbers) between prediction and reference.
 - consistency: of the entities (paths, file names, ids, quoted strings) that the history established
   and the reference repeats, the share the prediction repeats too; factuality when there are none.
-- realism: 0.6 x (prediction and reference agree on error vs success) + 0.4 x length ratio (min/max).
+- realism: 0.6 x (prediction and reference agree on error vs success, judged on their first 4,000
+  characters) + 0.4 x length ratio (min/max).
 - quality: recall of the reference's non-empty masked lines among the prediction's lines.
 - exact: 1 when masked, whitespace-normalised texts are equal, else 0 (reported, not averaged).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
@@ -51,8 +53,15 @@ _ENTITY = re.compile(r"[\w.-]*/[\w./-]+|\b[\w-]+\.[a-z]{1,5}\b|\b[A-Za-z_]+\d+[\
 _WORD = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=8192)
 def mask(text: str) -> str:
+    """Volatile values replaced by placeholders (memoized: references and histories recur, e.g. as RL rewards)."""
     return _VOLATILE.sub(_masked, text)
+
+
+@lru_cache(maxsize=8192)
+def _entities(text: str) -> frozenset[str]:
+    return frozenset(_ENTITY.findall(text))
 
 
 def _scale(x: float) -> float:
@@ -87,10 +96,13 @@ def _key_paths(value: Any, prefix: str = "") -> Counter:
     return paths
 
 
+_MARKER = re.compile(r"^(- |\d+\. |\[\w+\]|[#>*|+]+|\w+@[\w-]+:|\$|Error|\w+:)")
+
+
 def _shape(line: str) -> str:
     indent = (len(line) - len(line.lstrip())) // 2
     body = line.strip()
-    marker = re.match(r"^(- |\d+\. |\[\w+\]|[#>*|+]+|\w+@[\w-]+:|\$|Error|\w+:)", body)
+    marker = _MARKER.match(body)
     return f"{indent}:{marker.group(1) if marker else ('w' if body[:1].isalnum() else body[:1])}"
 
 
@@ -106,8 +118,18 @@ def _format(prediction: str, reference: str) -> float:
     return 0.5 * shapes + 0.5 * _ratio(len(pred_lines), len(ref_lines))
 
 
+@lru_cache(maxsize=8192)
+def _words(text: str) -> Counter:
+    return Counter(_WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=8192)
+def _is_error(text: str) -> bool:
+    return bool(_ERROR.search(text[:4000]))  # error messages come first; big trees need not be scanned
+
+
 def _f1(prediction: str, reference: str) -> float:
-    pred, ref = Counter(_WORD.findall(prediction.lower())), Counter(_WORD.findall(reference.lower()))
+    pred, ref = _words(prediction), _words(reference)
     common = sum((pred & ref).values())
     if not pred and not ref:
         return 1.0
@@ -121,9 +143,9 @@ def rule_scores(prediction: str, reference: str, history: str = "") -> dict[str,
     """The five dimensions (1-5), ``total_score`` (their mean) and ``exact`` (0 or 1)."""
     pred, ref = mask(prediction.strip()), mask(reference.strip())
     factual = _f1(pred, ref)
-    established = set(_ENTITY.findall(mask(history))) & set(_ENTITY.findall(ref))
+    established = _entities(mask(history)) & _entities(ref)
     consistent = sum(e in pred for e in established) / len(established) if established else factual
-    agree = bool(_ERROR.search(pred)) == bool(_ERROR.search(ref))
+    agree = _is_error(pred) == _is_error(ref)
     realism = 0.6 * agree + 0.4 * _ratio(len(pred), len(ref))
     ref_lines = [line.strip() for line in ref.splitlines() if line.strip()]
     pred_lines = {line.strip() for line in pred.splitlines()}
@@ -138,3 +160,9 @@ def rule_scores(prediction: str, reference: str, history: str = "") -> dict[str,
     scores["total_score"] = round(sum(scores[d] for d in DIMENSIONS) / len(DIMENSIONS), 4)
     scores["exact"] = float(" ".join(pred.split()) == " ".join(ref.split()))
     return scores
+
+
+def clear_caches() -> None:
+    """Forget memoized texts (for cold-start measurements)."""
+    for cached in (mask, _entities, _words, _is_error):
+        cached.cache_clear()
