@@ -8,6 +8,7 @@ unshared, so nothing inside can reach any address, loopback included of the host
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,14 @@ def bwrap_path() -> str:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap "
                                  "(make setup does this)")
     return path
+
+
+def _needed_under_tmp() -> list[str]:
+    """lwm's own install (its virtual environment, the checkout with servers/) when it lives under /tmp,
+    which the sandbox replaces with an empty tmpfs: kept visible, read-only."""
+    tmp = Path("/tmp").resolve()
+    roots = {Path(sys.prefix).resolve(), Path(__file__).resolve().parents[4]}
+    return sorted(str(p) for p in roots if tmp in p.parents)
 
 
 @dataclass
@@ -42,7 +51,8 @@ class Sandbox:
         # A fixed mount point is created inside a private tmpfs over its top folder (e.g. /home).
         extra = ["--tmpfs", top] if self.mount_at and top not in ("/", "/tmp") else []
         args = [
-            bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *extra,
+            bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            *[a for path in _needed_under_tmp() for a in ("--ro-bind", path, path)], *extra,
             "--bind", source, work, "--chdir", work, "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--hostname", self.hostname, "--die-with-parent",
             "--clearenv", "--setenv", "HOME", work, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
