@@ -30,9 +30,9 @@ def env():
 def test_commands_run_and_the_screen_is_observed(env):
     obs, _ = env.reset()
     assert obs == "user@sandbox:~$"
-    obs, *_ = env.step(keys(("printf 'a\\nb\\n' > notes.txt && wc -l notes.txt\n", 0.3)))
+    obs, *_ = env.step(keys(("printf 'a\\nb\\n' > notes.txt && wc -l notes.txt\n", 0.8)))
     assert "2 notes.txt" in obs and obs.endswith("user@sandbox:~$")
-    obs, *_ = env.step(keys(("cat missing.txt\n", 0.3)))
+    obs, *_ = env.step(keys(("cat missing.txt\n", 0.6)))
     assert "cat: missing.txt: No such file or directory" in obs
     assert (env.workdir / "notes.txt").read_text() == "a\nb\n"
     assert len(obs.splitlines()) <= 20 and all(len(line) <= 80 for line in obs.splitlines())
@@ -44,7 +44,7 @@ def test_ctrl_c_interrupts_a_running_command(env):
     env.reset()
     obs, *_ = env.step(keys(("sleep 30\n", 0.3)))
     assert obs.rstrip().endswith("sleep 30")  # still running: no new prompt
-    obs, *_ = env.step(keys(("C-c", 0.3)))
+    obs, *_ = env.step(keys(("C-c", 0.6)))
     assert "^C" in obs and obs.endswith("user@sandbox:~$")
 
 
