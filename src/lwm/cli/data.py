@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm.data import read_trajectories, write_trajectories
+from lwm.data.build import build
 from lwm.types import Trajectory
 
 data_app = typer.Typer(help="Work with trajectory files.", no_args_is_help=True)
@@ -66,6 +67,28 @@ def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders 
                       f"{statistics.median(len(u.observation.content) for u in turns):g}" if turns else "-",
                       f"{statistics.median(seconds):.3f}" if seconds else "-")
     console.print(table)
+
+
+@data_app.command("build")
+def build_cmd(
+    inputs: Annotated[list[Path], typer.Argument(help="Train-split trajectories (folder or .jsonl).")],
+    stage: Annotated[str, typer.Option(help="cpt, sft or rl.")],
+    out: Annotated[Path, typer.Option(help="The JSONL to write.")],
+    heldout: Annotated[Path | None, typer.Option(help="Held-out trajectories: refuse any that reach training.")]
+    = None,
+    compact: Annotated[bool, typer.Option(help="Compact system prompts (for small models).")] = False,
+    block_chars: Annotated[int, typer.Option(help="cpt: characters per packed block.")] = 8000,
+) -> None:
+    """Build a training set for one stage, in the layout the WorldModel uses at inference."""
+    console = Console()
+    trajectories = load(inputs, console)
+    heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
+    try:
+        count = build(stage, trajectories, out, heldout_ids=heldout_ids, compact=compact,  # type: ignore[arg-type]
+                      block_chars=block_chars)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    console.print(f"{count} {stage} rows from {len(trajectories)} trajectories written to {out}")
 
 
 def register(app: typer.Typer) -> None:

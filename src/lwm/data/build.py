@@ -1,0 +1,113 @@
+"""Training sets from trajectories, one per stage (CPT, SFT, RL), from the train split only.
+
+- CPT: each trajectory as plain text (context, then every action and its real observation), packed
+  into blocks of about ``block_chars`` characters: ``{"text": ...}``.
+- SFT: one chat sample per turn in exactly the layout WorldModel sends at inference (system prompt,
+  earlier turns as user/assistant pairs, the action), answered by the tagged real observation, with the
+  source's reasoning in ``<think>`` when it has one: ``{"messages": [...]}`` (TRL's conversational format).
+- RL: the same prompts without the answer, plus the real observation and the history text the rule
+  reward needs: ``{"prompt": [...], "reference": ..., "history": ...}`` (TRL GRPO's prompt column).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from lwm.backends import MockBackend
+from lwm.domains import get_domain
+from lwm.types import Trajectory
+from lwm.worldmodel import WorldModel
+
+Stage = Literal["cpt", "sft", "rl"]
+SEPARATOR = "\n\n<|end_of_trajectory|>\n\n"
+
+
+class HeldOutLeak(ValueError):
+    """A held-out trajectory reached a training set."""
+
+
+def _layout(compact: bool) -> WorldModel:
+    """A WorldModel used only for its message layout: no model, no window, no cache."""
+    return WorldModel(MockBackend(context_window=None), cache=False, compact=compact)
+
+
+def trajectory_text(trajectory: Trajectory) -> str:
+    domain = get_domain(trajectory.domain)
+    parts = [domain.system_prompt(trajectory.context)]
+    for k, turn in enumerate(trajectory.turns, start=1):
+        parts += [domain.render_action(turn.action, k), domain.render_observation(turn.observation.content)]
+    return "\n\n".join(parts)
+
+
+def cpt_rows(trajectories: Iterable[Trajectory], block_chars: int = 8000) -> Iterator[dict[str, Any]]:
+    """Trajectory texts packed greedily into blocks (a long trajectory is its own block, split at turns)."""
+    block: list[str] = []
+    size = 0
+    for trajectory in trajectories:
+        text = trajectory_text(trajectory)
+        if block and size + len(text) > block_chars:
+            yield {"text": SEPARATOR.join(block)}
+            block, size = [], 0
+        block.append(text)
+        size += len(text) + len(SEPARATOR)
+    if block:
+        yield {"text": SEPARATOR.join(block)}
+
+
+def _answer(turn: Any) -> str:
+    think = f"<think>\n{turn.observation.reasoning}\n</think>\n" if turn.observation.reasoning else ""
+    return f"{think}<predicted_observation>\n{turn.observation.content}\n</predicted_observation>"
+
+
+def _prompts(trajectories: Iterable[Trajectory], compact: bool) -> Iterator[tuple[Trajectory, int, list]]:
+    layout = _layout(compact)
+    for trajectory in trajectories:
+        for k, turn in enumerate(trajectory.turns):
+            history = trajectory.model_copy(update={"turns": trajectory.turns[:k]})
+            yield trajectory, k, layout.build_prompt(history, turn.action).messages
+
+
+def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False) -> Iterator[dict[str, Any]]:
+    for trajectory, k, messages in _prompts(trajectories, compact):
+        turn = trajectory.turns[k]
+        yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain,
+               "messages": [*messages, {"role": "assistant", "content": _answer(turn)}]}
+
+
+def rl_rows(trajectories: Iterable[Trajectory], compact: bool = False) -> Iterator[dict[str, Any]]:
+    for trajectory, k, messages in _prompts(trajectories, compact):
+        history = "\n".join(t.observation.content for t in trajectory.turns[:k])
+        yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
+               "reference": trajectory.turns[k].observation.content, "history": history}
+
+
+def check_no_leak(trajectories: list[Trajectory], heldout_ids: set[str]) -> None:
+    leaked = sorted({t.id for t in trajectories} & heldout_ids)
+    if leaked:
+        raise HeldOutLeak(f"{len(leaked)} held-out trajectories are in the training input, e.g. {leaked[:3]}; "
+                          "build from the train split (lwm data split)")
+
+
+def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, heldout_ids: set[str] | None = None,
+          compact: bool = False, block_chars: int = 8000) -> int:
+    """Write the stage's JSONL to ``out``; returns the number of rows."""
+    check_no_leak(trajectories, heldout_ids or set())
+    if stage == "cpt":
+        rows: Iterable[dict[str, Any]] = cpt_rows(trajectories, block_chars)
+    elif stage == "sft":
+        rows = sft_rows(trajectories, compact)
+    elif stage == "rl":
+        rows = rl_rows(trajectories, compact)
+    else:
+        raise ValueError(f"unknown stage {stage!r}; use cpt, sft or rl")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with out.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count

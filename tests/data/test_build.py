@@ -1,0 +1,51 @@
+import json
+
+import pytest
+
+from lwm.backends import MockBackend
+from lwm.data.build import SEPARATOR, HeldOutLeak, build, cpt_rows, rl_rows, sft_rows
+from lwm.types import Observation
+from lwm.worldmodel import WorldModel
+from tests.samples import trajectory
+
+
+def test_sft_uses_the_inference_layout_and_tags_the_answer():
+    t = trajectory("terminal")
+    rows = list(sft_rows([t]))
+    assert [r["id"] for r in rows] == [f"{t.id}-t1", f"{t.id}-t2"]
+    expected = WorldModel(MockBackend(context_window=None), cache=False).build_prompt(
+        t.model_copy(update={"turns": t.turns[:1]}), t.turns[1].action).messages
+    assert rows[1]["messages"][:-1] == expected
+    assert rows[1]["messages"][-1] == {"role": "assistant", "content":
+                                       f"<predicted_observation>\n{t.turns[1].observation.content}\n</predicted_observation>"}
+
+
+def test_sft_keeps_reasoning_when_the_source_has_it():
+    t = trajectory("mcp", 1)
+    turn = t.turns[0].model_copy(update={"observation": Observation(content="{}", reasoning="the graph is empty")})
+    row = next(sft_rows([t.model_copy(update={"turns": [turn]})]))
+    assert row["messages"][-1]["content"].startswith("<think>\nthe graph is empty\n</think>\n<predicted_observation>")
+
+
+def test_rl_rows_carry_prompt_reference_and_history():
+    t = trajectory("swe")
+    rows = list(rl_rows([t]))
+    assert rows[1]["prompt"][-1]["content"].startswith("### Turn 2") and rows[1]["prompt"][-1]["role"] == "user"
+    assert rows[1]["reference"] == t.turns[1].observation.content
+    assert rows[1]["history"] == t.turns[0].observation.content
+
+
+def test_cpt_packs_whole_trajectories_into_blocks():
+    ts = [trajectory(d) for d in ("terminal", "mcp", "web", "os")]
+    blocks = list(cpt_rows(ts, block_chars=10_000))
+    texts = SEPARATOR.join(b["text"] for b in blocks)
+    assert all("### Turn 2" in texts for _ in ts) and texts.count(SEPARATOR) == len(ts) - 1
+    assert len(list(cpt_rows(ts, block_chars=1))) == len(ts)
+
+
+def test_held_out_trajectories_never_reach_training(tmp_path):
+    t = trajectory("terminal")
+    with pytest.raises(HeldOutLeak, match="held-out"):
+        build("sft", [t], tmp_path / "x.jsonl", heldout_ids={t.id})
+    assert build("rl", [t], tmp_path / "rl.jsonl", heldout_ids={"other"}) == 2
+    assert json.loads((tmp_path / "rl.jsonl").read_text().splitlines()[0])["domain"] == "terminal"
