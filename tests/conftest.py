@@ -19,3 +19,32 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def server():
     with ScriptedServer() as srv:
         yield srv
+
+
+TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny randomly initialised Llama with its own BPE tokenizer and chat template, written locally."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel()
+    corpus = ["user@lwm:~$ ls -la", "total 8 drwxr-xr-x", "### Turn 1 **Action:** keystrokes duration"] * 20
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<|end|>"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|end|>")
+    fast.chat_template = TEMPLATE
+    fast.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
+                         eos_token_id=fast.eos_token_id)
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path

@@ -1,0 +1,1 @@
+"""Training stages for world models (heavy imports happen inside the functions)."""

@@ -1,0 +1,38 @@
+"""The base model without a hub: the packaged SmolLM2 GGUF, converted once to a Hugging Face folder.
+
+transformers loads a GGUF with ``gguf_file=`` (dequantized to fp32) but then refuses to save or train
+it while its quantizer marks are set; clearing them gives an ordinary model, saved as safetensors in the
+cache so later loads take a fraction of a second instead of many.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+from lwm.backends.embedded import packaged_model_path
+
+
+def base_model_dir(name: str = "smollm2", cache_dir: str | Path | None = None) -> Path:
+    """A local HF folder for ``name`` (a packaged GGUF) or ``name`` itself when it is a folder."""
+    if Path(name).is_dir():
+        return Path(name)
+    gguf = packaged_model_path(name)
+    root = Path(cache_dir or os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
+    folder = root / "base-models" / gguf.stem
+    if (folder / "config.json").exists():
+        return folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model.hf_quantizer = None  # the marks that block saving and training a dequantized GGUF model
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    staging = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    staging.rename(folder)
+    return folder

@@ -1,0 +1,40 @@
+"""`lwm train sft` at toy size: a tiny local model, a few LoRA steps, a checkpoint, a resume."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.data.build import build
+from lwm.train.config import SFTStageConfig, load_config
+from tests.samples import trajectory
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+
+def test_config_loading_names_unknown_and_missing_fields(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("data: x.jsonl\noutput_dir: out\nmax_step: 3\n")
+    with pytest.raises(ValueError, match="unknown config fields \\['max_step'\\]"):
+        load_config(SFTStageConfig, path)
+    path.write_text("data: x.jsonl\n")
+    with pytest.raises(ValueError, match="missing required fields \\['output_dir'\\]"):
+        load_config(SFTStageConfig, path)
+
+
+def test_sft_trains_checkpoints_and_resumes(tmp_path, tiny_model_dir):
+    data = tmp_path / "sft.jsonl"
+    build("sft", [trajectory(d) for d in ("terminal", "mcp", "swe")], data, compact=True)
+    config = tmp_path / "sft.yaml"
+    config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "run"), "model": str(tiny_model_dir),
+                                  "max_steps": 2, "batch_size": 2, "max_length": 256, "save_steps": 2,
+                                  "lora_target_modules": ["q_proj", "v_proj"]}))
+    runner = CliRunner()
+    first = runner.invoke(app, ["train", "sft", "--config", str(config)])
+    assert first.exit_code == 0, first.output
+    assert (tmp_path / "run" / "checkpoint-2").is_dir() and (tmp_path / "run" / "final" / "adapter_config.json").exists()
+    second = runner.invoke(app, ["train", "sft", "--config", str(config), "--set", "max_steps=3"])
+    assert second.exit_code == 0, second.output
+    assert "resumed from" in second.output and (tmp_path / "run" / "checkpoint-3").is_dir()
