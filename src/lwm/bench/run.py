@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,23 @@ class _Appender:
         self.handle.close()
 
 
+async def _each(items: list[Any], path: Path, work: Callable[[Any], Awaitable[dict[str, Any]]],
+                tick: Tick | None) -> int:
+    """Run ``work`` on every item concurrently, appending each result row to ``path`` as it finishes."""
+    writer = _Appender(path)
+
+    async def one(item: Any) -> None:
+        writer.write(await work(item))
+        if tick:
+            tick()
+
+    try:
+        await asyncio.gather(*(one(item) for item in items))
+    finally:
+        writer.close()
+    return len(items)
+
+
 def schedule(samples: list[BenchSample]) -> list[BenchSample]:
     """Samples of one trajectory together and in turn order, trajectories in first-seen order."""
     first: dict[str, int] = {}
@@ -82,10 +99,9 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
     todo = pending_inference(samples, out)
     todo = schedule(todo) if prefix_order else todo
     limit = asyncio.Semaphore(concurrency)
-    writer = _Appender(out / PREDICTIONS)
     known = set(domain_names())
 
-    async def one(sample: BenchSample) -> None:
+    async def one(sample: BenchSample) -> dict[str, Any]:
         async with limit:
             started = time.perf_counter()
             row: dict[str, Any] = {"id": sample.id, "task": sample.task, "turn_idx": sample.turn_idx}
@@ -97,15 +113,9 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             except (BackendError, ContextOverflowError) as exc:
                 row.update(gen="", prediction="", error=str(exc))
             row["seconds"] = round(time.perf_counter() - started, 4)
-        writer.write(row)
-        if tick:
-            tick()
+        return row
 
-    try:
-        await asyncio.gather(*(one(s) for s in todo))
-    finally:
-        writer.close()
-    return len(todo)
+    return await _each(todo, out / PREDICTIONS, one, tick)
 
 
 def pending_judging(out: Path) -> list[dict[str, Any]]:
@@ -118,9 +128,8 @@ async def judge(samples: dict[str, BenchSample], out: Path, judge_backend: Backe
     """Score every prediction not yet in ``judged.jsonl``, with rules (``judge_backend`` None) or an LLM."""
     todo = pending_judging(out)
     limit = asyncio.Semaphore(concurrency)
-    writer = _Appender(out / JUDGED)
 
-    async def one(row: dict[str, Any]) -> None:
+    async def one(row: dict[str, Any]) -> dict[str, Any]:
         sample = samples.get(row["id"])
         result = {**row}
         if sample is None:
@@ -135,15 +144,9 @@ async def judge(samples: dict[str, BenchSample], out: Path, judge_backend: Backe
             async with limit:
                 result.update(await _llm_verdict(sample, row.get("prediction", ""), judge_backend, prompts_dir,
                                                  retries))
-        writer.write(result)
-        if tick:
-            tick()
+        return result
 
-    try:
-        await asyncio.gather(*(one(r) for r in todo))
-    finally:
-        writer.close()
-    return len(todo)
+    return await _each(todo, out / JUDGED, one, tick)
 
 
 async def _llm_verdict(sample: BenchSample, prediction: str, backend: Backend, prompts_dir: str | Path | None,
