@@ -38,3 +38,24 @@ def test_sft_trains_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     second = runner.invoke(app, ["train", "sft", "--config", str(config), "--set", "max_steps=3"])
     assert second.exit_code == 0, second.output
     assert "resumed from" in second.output and (tmp_path / "run" / "checkpoint-3").is_dir()
+
+
+def test_cpt_trains_on_packed_text(tmp_path, tiny_model_dir):
+    data = tmp_path / "cpt.jsonl"
+    build("cpt", [trajectory(d) for d in ("terminal", "web")], data, block_chars=2000)
+    config = tmp_path / "cpt.json"
+    config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "cpt"), "model": str(tiny_model_dir),
+                                  "max_steps": 2, "batch_size": 1, "max_length": 128, "save_steps": 2}))
+    result = CliRunner().invoke(app, ["train", "cpt", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cpt" / "final" / "adapter_config.json").exists()
+
+
+def test_sft_data_without_messages_is_refused(tmp_path, tiny_model_dir):
+    data = tmp_path / "cpt.jsonl"
+    build("cpt", [trajectory("terminal")], data)
+    config = tmp_path / "sft.json"
+    config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "o"), "model": str(tiny_model_dir),
+                                  "max_steps": 1}))
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(config)])
+    assert result.exit_code != 0 and "no 'messages' column" in str(result.exception)

@@ -12,9 +12,12 @@ T = TypeVar("T")
 
 @dataclass
 class SFTStageConfig:
-    """Supervised fine-tuning on next-observation prediction (rows from ``lwm data build --stage sft``)."""
+    """Supervised fine-tuning on next-observation prediction (rows from ``lwm data build --stage sft``).
 
-    data: str = field(metadata={"help": "SFT JSONL with a 'messages' column (lwm data build --stage sft)."})
+    The same config serves continual pre-training (``lwm train cpt``) on ``--stage cpt`` rows ('text').
+    """
+
+    data: str = field(metadata={"help": "JSONL from lwm data build: 'messages' (sft) or 'text' (cpt) rows."})
     output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
     model: str = field(default="smollm2", metadata={
         "help": "Base model: 'smollm2' (the packaged GGUF, converted once and cached) or a local HF folder."})
@@ -53,3 +56,31 @@ def load_config(cls: type[T], path: str | Path, **overrides: Any) -> T:
     if missing:
         raise ValueError(f"{path}: missing required fields {missing}")
     return cls(**data)
+
+
+@dataclass
+class RLStageConfig:
+    """RL for simulation fidelity with TRL's GRPOTrainer; the reward is the benchmark's rule metrics."""
+
+    data: str = field(metadata={"help": "RL JSONL (lwm data build --stage rl): prompt, reference, history."})
+    output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
+    model: str = field(default="smollm2", metadata={"help": "Base or SFT model: 'smollm2' or a local HF folder."})
+    lora: bool = field(default=True, metadata={"help": "Train a LoRA adapter instead of all weights."})
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling."})
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"], metadata={
+        "help": "Modules that get adapters."})
+    max_steps: int = field(default=50, metadata={"help": "Optimizer steps."})
+    batch_size: int = field(default=4, metadata={"help": "Prompts x generations per device batch (a multiple "
+                                                          "of num_generations)."})
+    num_generations: int = field(default=4, metadata={"help": "Completions sampled per prompt (the GRPO group)."})
+    max_completion_length: int = field(default=64, metadata={"help": "Tokens per sampled completion."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
+    rule_weight: float = field(default=1.0, metadata={"help": "Weight of the rule-metric reward (0-1 scale)."})
+    judge_weight: float = field(default=0.0, metadata={"help": "Weight of an LLM judge's rubric reward "
+                                                               "(needs judge_model)."})
+    judge_model: str | None = field(default=None, metadata={"help": "Model spec of the LLM judge, if any."})
+    seed: int = field(default=0, metadata={"help": "Seed."})
+    save_steps: int = field(default=25, metadata={"help": "Checkpoint every N steps."})
+    logging_steps: int = field(default=5, metadata={"help": "Log every N steps."})
+    resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})

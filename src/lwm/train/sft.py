@@ -1,4 +1,7 @@
-"""Stage 2, SFT: next-observation prediction with TRL's SFTTrainer, LoRA (peft) or full fine-tuning.
+"""Stages 1 and 2, CPT and SFT, with TRL's SFTTrainer, LoRA (peft) or full fine-tuning.
+
+SFT learns next-observation prediction on chat rows ('messages'); CPT continues pre-training on packed
+trajectory text ('text').
 
 fp32 master weights throughout (pure bf16 did not learn on CPU in the trials the issue reports).
 Checkpoints every ``save_steps``; a rerun resumes from the last one in ``output_dir``.
@@ -18,7 +21,7 @@ def _last_checkpoint(output_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-def train_sft(config: SFTStageConfig) -> dict[str, Any]:
+def train_sft(config: SFTStageConfig, column: str = "messages") -> dict[str, Any]:
     """Train, save the final model or adapter to ``output_dir/final``, return the training metrics."""
     import torch
     from datasets import load_dataset
@@ -31,7 +34,11 @@ def train_sft(config: SFTStageConfig) -> dict[str, Any]:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    dataset = load_dataset("json", data_files=config.data, split="train").select_columns(["messages"])
+    dataset = load_dataset("json", data_files=config.data, split="train")
+    if column not in dataset.column_names:
+        raise ValueError(f"{config.data}: no '{column}' column; build it with lwm data build "
+                         f"--stage {'sft' if column == 'messages' else 'cpt'}")
+    dataset = dataset.select_columns([column])
     peft_config = None
     if config.lora:
         from peft import LoraConfig
@@ -44,7 +51,7 @@ def train_sft(config: SFTStageConfig) -> dict[str, Any]:
         learning_rate=config.learning_rate, max_length=config.max_length, seed=config.seed,
         save_steps=config.save_steps, logging_steps=config.logging_steps, report_to=[], use_cpu=True,
         bf16=False, fp16=False, assistant_only_loss=False, completion_only_loss=None, save_total_limit=2,
-        dataloader_num_workers=0,
+        dataloader_num_workers=0, packing=column == "text", dataset_text_field="text",
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          peft_config=peft_config)
