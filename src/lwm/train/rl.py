@@ -12,9 +12,8 @@ from typing import Any
 
 from lwm.bench.rules import rule_scores
 from lwm.parsing import parse_answer
-from lwm.train.base import base_model_dir
+from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import RLStageConfig
-from lwm.train.sft import _last_checkpoint
 
 
 def _text(completion: Any) -> str:
@@ -30,29 +29,16 @@ def rule_reward(completions: list[Any], reference: list[str], history: list[str]
 
 
 def train_rl(config: RLStageConfig) -> dict[str, Any]:
-    import torch
     from datasets import load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     if config.judge_weight and not config.judge_model:
         raise ValueError("judge_weight is set but no judge_model is given")
     if config.judge_weight:
         raise NotImplementedError("the LLM-judge part of the hybrid reward is not wired in yet; use rule_weight")
-    torch.manual_seed(config.seed)
-    model_dir = base_model_dir(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model, tokenizer = load_model(config.model, config.seed)
     dataset = load_dataset("json", data_files=config.data, split="train").select_columns(
         ["prompt", "reference", "history"])
-    peft_config = None
-    if config.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
-                                 target_modules=config.lora_target_modules, task_type="CAUSAL_LM")
     output_dir = Path(config.output_dir)
     args = GRPOConfig(
         output_dir=str(output_dir), max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
@@ -62,9 +48,5 @@ def train_rl(config: RLStageConfig) -> dict[str, Any]:
         reward_weights=[config.rule_weight], save_total_limit=2, dataloader_num_workers=0,
     )
     trainer = GRPOTrainer(model=model, reward_funcs=[rule_reward], args=args, train_dataset=dataset,
-                          processing_class=tokenizer, peft_config=peft_config)
-    resume = _last_checkpoint(output_dir) if config.resume else None
-    result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(output_dir / "final"))
-    tokenizer.save_pretrained(str(output_dir / "final"))
-    return {**result.metrics, "resumed_from": resume, "log": trainer.state.log_history}
+                          processing_class=tokenizer, peft_config=lora_config(config))
+    return train_and_save(trainer, tokenizer, output_dir, config.resume)

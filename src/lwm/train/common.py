@@ -1,0 +1,46 @@
+"""What every training stage shares: the fp32 base model and tokenizer, the LoRA config, and the
+train-resume-save step (rl.py and sft.py differ only in their TRL trainer and data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lwm.train.base import base_model_dir
+
+
+def load_model(name: str, seed: int) -> tuple[Any, Any]:
+    """(model, tokenizer) in fp32 (pure bf16 did not learn on CPU), with a pad token."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    model_dir = base_model_dir(name)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), tokenizer
+
+
+def lora_config(config: Any) -> Any:
+    """A peft LoraConfig from a stage config's lora fields, or None for full fine-tuning."""
+    if not config.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules=config.lora_target_modules,
+                      task_type="CAUSAL_LM")
+
+
+def last_checkpoint(output_dir: Path) -> str | None:
+    checkpoints = sorted(output_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(checkpoints[-1]) if checkpoints else None
+
+
+def train_and_save(trainer: Any, tokenizer: Any, output_dir: Path, resume: bool) -> dict[str, Any]:
+    """Train (from the last checkpoint when resuming), save to ``output_dir/final``, return the metrics."""
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(output_dir / "final"))
+    tokenizer.save_pretrained(str(output_dir / "final"))
+    return {**result.metrics, "resumed_from": checkpoint, "log": trainer.state.log_history}
