@@ -72,18 +72,33 @@ class WorldModel:
         self._rendered: OrderedDict[tuple[int, int, str], tuple[Turn, tuple[str, str, int]]] = OrderedDict()
 
     # --- messages ------------------------------------------------------------------------------
-    def build_prompt(self, trajectory: Trajectory, action: Action) -> Prompt:
+    def build_prompt(self, trajectory: Trajectory, action: Action, reserve: int | None = None) -> Prompt:
+        """The messages for ``action`` after ``trajectory``, inside the window less ``reserve`` answer tokens
+        (``config.max_tokens`` by default)."""
         domain = get_domain(trajectory.domain)
         system = domain.system_prompt(trajectory.context, compact=self.compact, prompts_dir=self.prompts_dir)
         rendered = self._render_history(domain, trajectory.turns)
-        pairs = [(user, assistant) for user, assistant, _ in rendered]
-        cost = [tokens for _, _, tokens in rendered]
-        current = domain.render_action(action, len(pairs) + 1)
-        fixed = self._count(system) + self._count(current) + 2 * MESSAGE_OVERHEAD
+        current = domain.render_action(action, len(rendered) + 1)
+        return self._fit(system, [(u, a) for u, a, _ in rendered], [t for *_, t in rendered], current, reserve)
+
+    def fit_messages(self, messages: list[Message], reserve: int | None = None) -> Prompt:
+        """Ready-made messages (system?, user/assistant pairs, user) inside the window, oldest pairs dropped."""
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+        body = messages[1:] if system is not None else messages
+        roles = [m["role"] for m in body]
+        if len(body) % 2 == 0 or roles != ["user", "assistant"] * (len(body) // 2) + ["user"]:
+            return Prompt(messages, 0, sum(self._count(m["content"]) for m in messages))  # not a session layout
+        pairs = [(body[i]["content"], body[i + 1]["content"]) for i in range(0, len(body) - 1, 2)]
+        costs = [self._count(u) + self._count(a) + 2 * MESSAGE_OVERHEAD for u, a in pairs]
+        return self._fit(system, pairs, costs, body[-1]["content"], reserve)
+
+    def _fit(self, system: str | None, pairs: list[tuple[str, str]], cost: list[int], current: str,
+             reserve: int | None) -> Prompt:
+        fixed = self._count(system or "") + self._count(current) + 2 * MESSAGE_OVERHEAD
         total, dropped = fixed + sum(cost), 0
         window = self.backend.context_window
         if window is not None:
-            budget = window - self.config.max_tokens
+            budget = window - (self.config.max_tokens if reserve is None else reserve)
             if total > budget:
                 fixed += self._count(omitted_note(len(pairs)))
                 total = fixed + sum(cost)
@@ -93,11 +108,12 @@ class WorldModel:
             if total > budget:
                 raise ContextOverflowError(
                     f"the system prompt and the current action need ~{fixed} tokens, but {self.backend.name} "
-                    f"has a {window}-token window with {self.config.max_tokens} reserved for the answer; "
-                    "use a model with a larger window, compact prompts, or a smaller max_tokens")
-            if dropped:
+                    f"has a {window}-token window with {self.config.max_tokens if reserve is None else reserve} "
+                    "reserved for the answer; use a model with a larger window, compact prompts, or a smaller "
+                    "max_tokens")
+            if dropped and system is not None:
                 system += omitted_note(dropped)
-        messages = [{"role": "system", "content": system}]
+        messages: list[Message] = [{"role": "system", "content": system}] if system is not None else []
         for user, assistant in pairs[dropped:]:
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         messages.append({"role": "user", "content": current})
@@ -146,7 +162,11 @@ class WorldModel:
         return observation.model_copy(update={"metadata": metadata})
 
     async def complete(self, messages: list[Message], domain: Domain | None = None) -> Observation:
-        """Ask the model with ready-made messages (e.g. a benchmark sample's own), parse and cache the answer."""
+        """Ask the model with ready-made messages (e.g. a benchmark sample's own), parse and cache the answer.
+
+        Messages longer than the model's window lose their oldest turns first, as in ``predict``."""
+        if self.backend.context_window is not None:
+            messages = self.fit_messages(messages).messages
         use_cache = self.cache is not None and self.config.deterministic
         key = cache_key(self.backend.name, messages, self.config) if use_cache else ""
         generation = self.cache.get(key) if use_cache else None

@@ -15,8 +15,8 @@ def test_sft_uses_the_inference_layout_and_tags_the_answer():
     assert [r["id"] for r in rows] == [f"{t.id}-t1", f"{t.id}-t2"]
     expected = WorldModel(MockBackend(context_window=None), cache=False).build_prompt(
         t.model_copy(update={"turns": t.turns[:1]}), t.turns[1].action).messages
-    assert rows[1]["messages"][:-1] == expected
-    assert rows[1]["messages"][-1] == {"role": "assistant", "content":
+    assert rows[1]["prompt"] == expected
+    assert rows[1]["completion"][0] == {"role": "assistant", "content":
                                        f"<predicted_observation>\n{t.turns[1].observation.content}\n</predicted_observation>"}
 
 
@@ -24,7 +24,7 @@ def test_sft_keeps_reasoning_when_the_source_has_it():
     t = trajectory("mcp", 1)
     turn = t.turns[0].model_copy(update={"observation": Observation(content="{}", reasoning="the graph is empty")})
     row = next(sft_rows([t.model_copy(update={"turns": [turn]})]))
-    assert row["messages"][-1]["content"].startswith("<think>\nthe graph is empty\n</think>\n<predicted_observation>")
+    assert row["completion"][0]["content"].startswith("<think>\nthe graph is empty\n</think>\n<predicted_observation>")
 
 
 def test_rl_rows_carry_prompt_reference_and_history():

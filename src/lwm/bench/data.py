@@ -113,12 +113,12 @@ def load_samples(path: str | Path, problems: list[str] | None = None) -> list[Be
     return samples
 
 
-def export_trajectories(trajectories: Iterable[Trajectory]) -> list[BenchSample]:
-    """One sample per turn, with the domain's full system prompt for the trajectory's context."""
+def export_trajectories(trajectories: Iterable[Trajectory], compact: bool = False) -> list[BenchSample]:
+    """One sample per turn, with the domain's full (or compact, for small models) system prompt."""
     samples = []
     for trajectory in trajectories:
         domain = get_domain(trajectory.domain)
-        system = domain.system_prompt(trajectory.context)
+        system = domain.system_prompt(trajectory.context, compact=compact)
         prompts = [domain.render_action(t.action, i) for i, t in enumerate(trajectory.turns, start=1)]
         responses = [domain.render_observation(t.observation.content) for t in trajectory.turns]
         for k in range(1, len(prompts) + 1):

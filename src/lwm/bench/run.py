@@ -15,12 +15,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from lwm.backends import Backend, BackendError, GenerateConfig
+from lwm.backends import Backend, BackendError
 from lwm.bench.data import BenchSample
-from lwm.bench.judge import judge_messages, parse_verdict
+from lwm.bench.judge import llm_verdict
 from lwm.bench.rules import rule_scores
 from lwm.domains import domain_names, get_domain
-from lwm.prompts import PromptSet
 from lwm.worldmodel import ContextOverflowError, WorldModel
 
 PREDICTIONS, JUDGED, SCORES = "predictions.jsonl", "judged.jsonl", "scores.json"
@@ -142,29 +141,8 @@ async def judge(samples: dict[str, BenchSample], out: Path, judge_backend: Backe
                           judge="rules")
         else:
             async with limit:
-                result.update(await _llm_verdict(sample, row.get("prediction", ""), judge_backend, prompts_dir,
+                result.update(await llm_verdict(sample, row.get("prediction", ""), judge_backend, prompts_dir,
                                                  retries))
         return result
 
     return await _each(todo, out / JUDGED, one, tick)
-
-
-async def _llm_verdict(sample: BenchSample, prediction: str, backend: Backend, prompts_dir: str | Path | None,
-                       retries: int) -> dict[str, Any]:
-    system = PromptSet(sample.domain if sample.domain in domain_names() else "mcp", prompts_dir).judge()
-    messages = judge_messages(sample, prediction, system)
-    reason = ""
-    for attempt in range(retries):
-        try:
-            gen = await backend.generate(messages, GenerateConfig(temperature=0.6, seed=attempt, max_tokens=4096))
-            verdict = parse_verdict(gen.text)
-        except BackendError as exc:
-            reason = f"judge call failed: {exc}"
-            continue
-        except ValueError as exc:
-            reason = f"judge answer not parsed: {exc}"
-            continue
-        return {**verdict["scores"], "total_score": verdict["total_score"], "strengths": verdict["strengths"],
-                "weaknesses": verdict["weaknesses"], "failed": 0.0, "judge": backend.name,
-                "judge_raw_output": gen.text}
-    return {"failed": 1.0, "error_message": f"{reason} (after {retries} attempts)", "judge": backend.name}

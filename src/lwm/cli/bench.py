@@ -144,9 +144,11 @@ def compare_cmd(first: Path, second: Path) -> None:
 
 @bench_app.command("export")
 def export_cmd(inputs: Annotated[list[Path], typer.Argument(help="Trajectory collections or .jsonl files.")],
-               out: Annotated[Path, typer.Option(help="Folder for <domain>_test.jsonl files.")]) -> None:
+               out: Annotated[Path, typer.Option(help="Folder for <domain>_test.jsonl files.")],
+               compact: Annotated[bool, typer.Option(help="Compact system prompts (what small embedded models "
+                                                          "get at inference).")] = False) -> None:
     """Turn lwm trajectories into AgentWorldBench samples (one per turn)."""
-    counts = write_samples(export_trajectories(t for p in inputs for t in read_trajectories(p)), out)
+    counts = write_samples(export_trajectories((t for p in inputs for t in read_trajectories(p)), compact), out)
     console.print(f"{sum(counts.values())} samples written to {out}: "
                   + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())))
 

@@ -78,17 +78,23 @@ def build_cmd(
     = None,
     compact: Annotated[bool, typer.Option(help="Compact system prompts (for small models).")] = False,
     block_chars: Annotated[int, typer.Option(help="cpt: characters per packed block.")] = 8000,
+    max_tokens: Annotated[int | None, typer.Option(help="sft/rl: tokens per row (prompt + answer); the oldest "
+                                                        "turns are dropped to fit, as at inference.")] = None,
 ) -> None:
     """Build a training set for one stage, in the layout the WorldModel uses at inference."""
     console = Console()
     trajectories = load(inputs, console)
     heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
+    skipped: list[str] = []
     try:
         count = build(stage, trajectories, out, heldout_ids=heldout_ids, compact=compact,  # type: ignore[arg-type]
-                      block_chars=block_chars)
+                      block_chars=block_chars, max_tokens=max_tokens, skipped=skipped)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     console.print(f"{count} {stage} rows from {len(trajectories)} trajectories written to {out}")
+    if skipped:
+        console.print(f"[yellow]{len(skipped)} turns left out: their system prompt and action alone exceed "
+                      f"{max_tokens} tokens (e.g. {', '.join(skipped[:3])})[/]")
 
 
 def register(app: typer.Typer) -> None:

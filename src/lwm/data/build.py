@@ -4,7 +4,8 @@
   into blocks of about ``block_chars`` characters: ``{"text": ...}``.
 - SFT: one chat sample per turn in exactly the layout WorldModel sends at inference (system prompt,
   earlier turns as user/assistant pairs, the action), answered by the tagged real observation, with the
-  source's reasoning in ``<think>`` when it has one: ``{"messages": [...]}`` (TRL's conversational format).
+  source's reasoning in ``<think>`` when it has one: ``{"prompt": [...], "completion": [...]}`` (TRL's
+  conversational prompt-completion format, so the loss falls on the observation only).
 - RL: the same prompts without the answer, plus the real observation and the history text the rule
   reward needs: ``{"prompt": [...], "reference": ..., "history": ...}`` (TRL GRPO's prompt column).
 """
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from lwm.backends import MockBackend
 from lwm.domains import get_domain
 from lwm.types import Trajectory
-from lwm.worldmodel import WorldModel
+from lwm.worldmodel import MESSAGE_OVERHEAD, ContextOverflowError, WorldModel
 
 Stage = Literal["cpt", "sft", "rl"]
 SEPARATOR = "\n\n<|end_of_trajectory|>\n\n"
@@ -29,9 +30,15 @@ class HeldOutLeak(ValueError):
     """A held-out trajectory reached a training set."""
 
 
-def _layout(compact: bool) -> WorldModel:
-    """A WorldModel used only for its message layout: no model, no window, no cache."""
-    return WorldModel(MockBackend(context_window=None), cache=False, compact=compact)
+def _layout(compact: bool, max_tokens: int | None = None) -> WorldModel:
+    """A WorldModel used only for its message layout, with no cache. With ``max_tokens`` it counts tokens
+    with the packaged model's tokenizer and keeps each row inside that many tokens (oldest turns dropped,
+    as at inference); without, nothing is dropped."""
+    if max_tokens is None:
+        return WorldModel(MockBackend(context_window=None), cache=False, compact=compact)
+    from lwm.backends.embedded import EmbeddedBackend
+
+    return WorldModel(EmbeddedBackend(n_ctx=max_tokens), cache=False, compact=compact)
 
 
 def trajectory_text(trajectory: Trajectory) -> str:
@@ -62,23 +69,36 @@ def _answer(turn: Any) -> str:
     return f"{think}<predicted_observation>\n{turn.observation.content}\n</predicted_observation>"
 
 
-def _prompts(trajectories: Iterable[Trajectory], compact: bool) -> Iterator[tuple[Trajectory, int, list]]:
-    layout = _layout(compact)
+def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int | None = None,
+             skipped: list[str] | None = None) -> Iterator[tuple[Trajectory, int, list]]:
+    """Each turn's prompt. Under a token budget, the answer's tokens (up to half the budget; a longer
+    answer is cut by the trainer) are reserved, and a turn whose system prompt and action alone do not
+    fit is skipped and named in ``skipped``."""
+    layout = _layout(compact, max_tokens)
     for trajectory in trajectories:
         for k, turn in enumerate(trajectory.turns):
             history = trajectory.model_copy(update={"turns": trajectory.turns[:k]})
-            yield trajectory, k, layout.build_prompt(history, turn.action).messages
+            reserve = None
+            if max_tokens is not None:
+                reserve = min(layout.backend.count_tokens(_answer(turn)) + MESSAGE_OVERHEAD, max_tokens // 2)
+            try:
+                yield trajectory, k, layout.build_prompt(history, turn.action, reserve=reserve).messages
+            except ContextOverflowError:
+                if skipped is not None:
+                    skipped.append(f"{trajectory.id}-t{k + 1}")
 
 
-def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False) -> Iterator[dict[str, Any]]:
-    for trajectory, k, messages in _prompts(trajectories, compact):
+def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
+             skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    for trajectory, k, messages in _prompts(trajectories, compact, max_tokens, skipped):
         turn = trajectory.turns[k]
-        yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain,
-               "messages": [*messages, {"role": "assistant", "content": _answer(turn)}]}
+        yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
+               "completion": [{"role": "assistant", "content": _answer(turn)}]}
 
 
-def rl_rows(trajectories: Iterable[Trajectory], compact: bool = False) -> Iterator[dict[str, Any]]:
-    for trajectory, k, messages in _prompts(trajectories, compact):
+def rl_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
+            skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    for trajectory, k, messages in _prompts(trajectories, compact, max_tokens, skipped):
         history = "\n".join(t.observation.content for t in trajectory.turns[:k])
         yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
                "reference": trajectory.turns[k].observation.content, "history": history}
@@ -92,15 +112,17 @@ def check_no_leak(trajectories: list[Trajectory], heldout_ids: set[str]) -> None
 
 
 def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, heldout_ids: set[str] | None = None,
-          compact: bool = False, block_chars: int = 8000) -> int:
-    """Write the stage's JSONL to ``out``; returns the number of rows."""
+          compact: bool = False, block_chars: int = 8000, max_tokens: int | None = None,
+          skipped: list[str] | None = None) -> int:
+    """Write the stage's JSONL to ``out``; returns the number of rows. ``max_tokens`` (sft, rl) keeps each
+    row inside that many tokens; turns that cannot fit are left out and named in ``skipped``."""
     check_no_leak(trajectories, heldout_ids or set())
     if stage == "cpt":
         rows: Iterable[dict[str, Any]] = cpt_rows(trajectories, block_chars)
     elif stage == "sft":
-        rows = sft_rows(trajectories, compact)
+        rows = sft_rows(trajectories, compact, max_tokens, skipped)
     elif stage == "rl":
-        rows = rl_rows(trajectories, compact)
+        rows = rl_rows(trajectories, compact, max_tokens, skipped)
     else:
         raise ValueError(f"unknown stage {stage!r}; use cpt, sft or rl")
     out = Path(out)

@@ -3,6 +3,7 @@ train-resume-save step (rl.py and sft.py differ only in their TRL trainer and da
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,21 +11,35 @@ from lwm.train.base import base_model_dir
 
 
 def load_model(name: str, seed: int) -> tuple[Any, Any]:
-    """(model, tokenizer) in fp32 (pure bf16 did not learn on CPU), with a pad token."""
+    """(model, tokenizer) in fp32 (pure bf16 did not learn on CPU), with a pad token.
+
+    ``name`` may be an earlier stage's LoRA folder: its base is loaded and the same adapter keeps
+    training, so CPT -> SFT -> RL end with one adapter over the original base (one file to ship)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
-    model_dir = base_model_dir(name)
+    adapter = Path(name) / "adapter_config.json"
+    base = name
+    if adapter.is_file():
+        base = json.loads(adapter.read_text(encoding="utf-8")).get("base_model_name_or_path") or "smollm2"
+        base = base if Path(base).is_dir() else "smollm2"
+    model_dir = base_model_dir(base)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), tokenizer
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if adapter.is_file():
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, name, is_trainable=True)
+    return model, tokenizer
 
 
-def lora_config(config: Any) -> Any:
-    """A peft LoraConfig from a stage config's lora fields, or None for full fine-tuning."""
-    if not config.lora:
+def lora_config(config: Any, model: Any = None) -> Any:
+    """A peft LoraConfig from a stage config's lora fields; None for full fine-tuning or when ``model``
+    already carries an adapter (from an earlier stage) that keeps training."""
+    if not config.lora or hasattr(model, "peft_config"):
         return None
     from peft import LoraConfig
 

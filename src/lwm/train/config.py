@@ -17,10 +17,11 @@ class SFTStageConfig:
     The same config serves continual pre-training (``lwm train cpt``) on ``--stage cpt`` rows ('text').
     """
 
-    data: str = field(metadata={"help": "JSONL from lwm data build: 'messages' (sft) or 'text' (cpt) rows."})
+    data: str = field(metadata={"help": "JSONL from lwm data build: prompt/completion (sft) or 'text' (cpt) rows."})
     output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
     model: str = field(default="smollm2", metadata={
-        "help": "Base model: 'smollm2' (the packaged GGUF, converted once and cached) or a local HF folder."})
+        "help": "Base model: 'smollm2' (the packaged GGUF, converted once and cached), a local HF folder, or an "
+                "earlier stage's LoRA folder (output_dir/final), whose adapter then keeps training."})
     lora: bool = field(default=True, metadata={"help": "Train a LoRA adapter (peft) instead of all weights."})
     lora_r: int = field(default=8, metadata={"help": "LoRA rank: small keeps the adapter small."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling."})
@@ -29,6 +30,8 @@ class SFTStageConfig:
     max_steps: int = field(default=100, metadata={"help": "Optimizer steps."})
     batch_size: int = field(default=4, metadata={"help": "Per-device batch size."})
     learning_rate: float = field(default=2e-4, metadata={"help": "Peak learning rate."})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "Recompute activations in the backward pass: less memory, ~30% slower (TRL's default is on)."})
     max_length: int = field(default=1024, metadata={"help": "Tokens per sample; longer ones are truncated."})
     seed: int = field(default=0, metadata={"help": "Seed for data order and initialisation."})
     save_steps: int = field(default=50, metadata={"help": "Checkpoint every N steps (for resuming)."})
@@ -64,7 +67,9 @@ class RLStageConfig:
 
     data: str = field(metadata={"help": "RL JSONL (lwm data build --stage rl): prompt, reference, history."})
     output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
-    model: str = field(default="smollm2", metadata={"help": "Base or SFT model: 'smollm2' or a local HF folder."})
+    model: str = field(default="smollm2", metadata={
+        "help": "Base or SFT model: 'smollm2', a local HF folder, or the SFT stage's LoRA folder (output_dir/final), "
+                "whose adapter then keeps training."})
     lora: bool = field(default=True, metadata={"help": "Train a LoRA adapter instead of all weights."})
     lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling."})
@@ -76,6 +81,8 @@ class RLStageConfig:
     num_generations: int = field(default=4, metadata={"help": "Completions sampled per prompt (the GRPO group)."})
     max_completion_length: int = field(default=64, metadata={"help": "Tokens per sampled completion."})
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "Recompute activations in the backward pass: less memory, ~30% slower (TRL's default is on)."})
     rule_weight: float = field(default=1.0, metadata={"help": "Weight of the rule-metric reward (0-1 scale)."})
     judge_weight: float = field(default=0.0, metadata={"help": "Weight of an LLM judge's rubric reward "
                                                                "(needs judge_model)."})

@@ -1,6 +1,6 @@
 """Stages 1 and 2, CPT and SFT, with TRL's SFTTrainer, LoRA (peft) or full fine-tuning.
 
-SFT learns next-observation prediction on chat rows ('messages'); CPT continues pre-training on packed
+SFT learns next-observation prediction on prompt-completion chat rows; CPT continues pre-training on packed
 trajectory text ('text').
 
 fp32 master weights throughout (pure bf16 did not learn on CPU in the trials the issue reports).
@@ -16,8 +16,11 @@ from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import SFTStageConfig
 
 
-def train_sft(config: SFTStageConfig, column: str = "messages") -> dict[str, Any]:
-    """Train, save the final model or adapter to ``output_dir/final``, return the training metrics."""
+def train_sft(config: SFTStageConfig, column: str = "completion") -> dict[str, Any]:
+    """Train, save the final model or adapter to ``output_dir/final``, return the training metrics.
+
+    ``column`` is 'completion' for SFT (prompt-completion rows: loss on the observation only) or 'text'
+    for CPT (packed plain text: loss everywhere)."""
     from datasets import load_dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -25,16 +28,20 @@ def train_sft(config: SFTStageConfig, column: str = "messages") -> dict[str, Any
     dataset = load_dataset("json", data_files=config.data, split="train")
     if column not in dataset.column_names:
         raise ValueError(f"{config.data}: no '{column}' column; build it with lwm data build "
-                         f"--stage {'sft' if column == 'messages' else 'cpt'}")
-    dataset = dataset.select_columns([column])
+                         f"--stage {'sft' if column == 'completion' else 'cpt'}")
+    dataset = dataset.select_columns(["prompt", column] if column == "completion" else [column])
     output_dir = Path(config.output_dir)
     args = SFTConfig(
         output_dir=str(output_dir), max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
         learning_rate=config.learning_rate, max_length=config.max_length, seed=config.seed,
         save_steps=config.save_steps, logging_steps=config.logging_steps, report_to=[], use_cpu=True,
-        bf16=False, fp16=False, assistant_only_loss=False, completion_only_loss=None, save_total_limit=2,
+        bf16=False, fp16=False, assistant_only_loss=False, completion_only_loss=True, save_total_limit=2,
+        gradient_checkpointing=config.gradient_checkpointing,
         dataloader_num_workers=0, packing=column == "text", dataset_text_field="text",
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=lora_config(config))
+                         peft_config=lora_config(config, model))
+    if len(trainer.train_dataset) == 0:
+        raise ValueError(f"{config.data}: every row lost its answer to truncation at max_length={config.max_length}; "
+                         "raise max_length or build the rows with lwm data build --max-tokens")
     return train_and_save(trainer, tokenizer, output_dir, config.resume)

@@ -1,0 +1,202 @@
+"""Trained models back to llama.cpp: a LoRA adapter as a GGUF adapter, or a merged model as a GGUF model.
+
+Both are written with the ``gguf`` package, using the base model's own GGUF (the packaged SmolLM2 by
+default) as the template: its metadata and tokenizer are copied unchanged, and every tensor keeps its
+GGUF name. That is what makes the export exact for the bases we train from, without llama.cpp's
+conversion scripts (which are not in the installed wheel). Two details llama.cpp needs:
+
+- llama.cpp stores the Q and K projections with the rows of each head interleaved for its RoPE;
+  transformers undoes that when it loads a GGUF, so we redo it here (for a LoRA, on B's rows).
+- An adapter GGUF is ``general.type = adapter``, ``adapter.type = lora``, ``adapter.lora.alpha``, and
+  tensors ``<base tensor>.lora_a`` (r x in) / ``.lora_b`` (out x r); llama.cpp scales by alpha / r like peft.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lwm.backends.embedded import resolve_model
+
+QUANT_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K")
+"""Types `quantize` accepts (llama.cpp's LLAMA_FTYPE_MOSTLY_* names)."""
+
+
+class ExportError(ValueError):
+    """The model or adapter cannot be exported as asked."""
+
+
+def _template(base: str) -> Any:
+    import gguf
+
+    path = resolve_model(base)
+    reader = gguf.GGUFReader(str(path))
+    arch = reader.fields["general.architecture"].contents()
+    if arch != "llama":
+        raise ExportError(f"{path}: only llama-architecture bases are supported (this one is {arch!r})")
+    return reader
+
+
+def _field(reader: Any, key: str) -> Any:
+    return reader.fields[key].contents()
+
+
+def _names(reader: Any) -> dict[str, str]:
+    """HF parameter name -> GGUF tensor name, for every tensor of the template."""
+    import gguf
+
+    blocks = int(_field(reader, "llama.block_count"))
+    mapping = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, blocks)
+    hf_names = ["model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"]
+    for i in range(blocks):
+        hf_names += [f"model.layers.{i}.{m}.weight" for m in (
+            "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+            "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")]
+    present = {t.name for t in reader.tensors}
+    names = {hf: mapping.get_name(hf, try_suffixes=(".weight", ".bias")) for hf in hf_names}
+    return {hf: name for hf, name in names.items() if name in present}
+
+
+def _permute(weights: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's row order for a Q or K projection (or a LoRA B feeding one)."""
+    return (weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def _heads(reader: Any, hf_name: str) -> int | None:
+    if ".q_proj." in hf_name:
+        return int(_field(reader, "llama.attention.head_count"))
+    if ".k_proj." in hf_name:
+        return int(_field(reader, "llama.attention.head_count_kv"))
+    return None
+
+
+def _copy_metadata(reader: Any, writer: Any, skip: tuple[str, ...] = ()) -> None:
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key in ("general.architecture", *skip):
+            continue
+        sub_type = field.types[-1] if len(field.types) > 1 else None
+        writer.add_key_value(key, field.contents(), field.types[0], sub_type=sub_type)
+
+
+def _write(writer: Any, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def _adapter_tensors(adapter_dir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    from safetensors.numpy import load_file
+
+    config_path = adapter_dir / "adapter_config.json"
+    if not config_path.is_file():
+        raise ExportError(f"{adapter_dir}: no adapter_config.json (not a peft LoRA adapter folder)")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if config.get("peft_type", "LORA") != "LORA" or config.get("use_dora") or config.get("use_rslora"):
+        raise ExportError(f"{adapter_dir}: only plain LoRA adapters export (no DoRA, no rsLoRA)")
+    if config.get("modules_to_save") or config.get("bias", "none") != "none":
+        raise ExportError(f"{adapter_dir}: modules_to_save and LoRA biases have no GGUF adapter form")
+    if config.get("rank_pattern") or config.get("alpha_pattern"):
+        raise ExportError(f"{adapter_dir}: per-module ranks or alphas have no GGUF adapter form")
+    return config, load_file(str(adapter_dir / "adapter_model.safetensors"))
+
+
+def export_adapter(adapter_dir: str | Path, out: str | Path, base: str = "smollm2", dtype: str = "f16") -> Path:
+    """A peft LoRA folder (``output_dir/final``) -> a GGUF adapter for ``embedded:<base>?lora=<out>``."""
+    import gguf
+
+    adapter_dir, out = Path(adapter_dir), Path(out)
+    config, tensors = _adapter_tensors(adapter_dir)
+    reader = _template(base)
+    names = _names(reader)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_string("general.type", "adapter")
+    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
+    target = np.float16 if dtype == "f16" else np.float32
+    for key in sorted(tensors):
+        if ".lora_A." not in key and ".lora_B." not in key:
+            raise ExportError(f"{adapter_dir}: unexpected tensor {key}")
+        hf = key.removeprefix("base_model.model.").replace(".lora_A.weight", ".weight").replace(
+            ".lora_B.weight", ".weight")
+        if hf not in names:
+            raise ExportError(f"{adapter_dir}: {key} targets {hf}, which the base GGUF does not have")
+        value = tensors[key].astype(np.float32)
+        heads = _heads(reader, hf)
+        if ".lora_B." in key and heads:
+            value = _permute(value, heads)
+        suffix = ".lora_a" if ".lora_A." in key else ".lora_b"
+        writer.add_tensor(names[hf] + suffix, value.astype(target))
+    return _write(writer, out)
+
+
+def _merged_state(model_dir: Path) -> dict[str, np.ndarray]:
+    """Every weight of a trained model folder, with a LoRA adapter folder merged into its base."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if (model_dir / "adapter_config.json").is_file():
+        from peft import AutoPeftModelForCausalLM
+
+        model = AutoPeftModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).merge_and_unload()
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    return {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+
+
+def export_model(model_dir: str | Path, out: str | Path, base: str = "smollm2", dtype: str = "f16") -> Path:
+    """A trained model folder (full fine-tune, or LoRA merged into its base) -> a GGUF model (f16 or f32)."""
+    import gguf
+
+    model_dir, out = Path(model_dir), Path(out)
+    reader = _template(base)
+    names = _names(reader)
+    state = _merged_state(model_dir)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    _copy_metadata(reader, writer, skip=("general.file_type", "general.quantization_version"))
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    for tensor in reader.tensors:
+        hf = next((h for h, g in names.items() if g == tensor.name), None)
+        if hf is None or hf not in state:
+            raise ExportError(f"{model_dir}: no weight for the base tensor {tensor.name} ({hf})")
+        value = state[hf]
+        heads = _heads(reader, hf)
+        if heads:
+            value = _permute(value, heads)
+        # Norms stay f32, as llama.cpp's own conversion keeps every 1-D tensor.
+        writer.add_tensor(tensor.name, value.astype(np.float16 if dtype == "f16" and value.ndim > 1 else np.float32))
+    return _write(writer, out)
+
+
+def quantize(source: str | Path, out: str | Path, kind: str = "Q4_1") -> Path:
+    """A GGUF model quantized with llama.cpp (``llama_model_quantize``), e.g. Q4_1 like the packaged base."""
+    import ctypes
+
+    import llama_cpp
+
+    ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{kind.upper()}", None)
+    if ftype is None:
+        raise ExportError(f"unknown quantization {kind!r}; use one of {', '.join(QUANT_TYPES)}")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    code = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
+    if code != 0:
+        raise ExportError(f"llama.cpp could not quantize {source} to {kind} (code {code})")
+    return out
+
+
+def gguf_tensors(path: str | Path) -> Iterator[tuple[str, str, tuple[int, ...]]]:
+    """(name, type, shape) of each tensor in a GGUF file: what an export wrote."""
+    import gguf
+
+    for tensor in gguf.GGUFReader(str(path)).tensors:
+        yield tensor.name, tensor.tensor_type.name, tuple(int(x) for x in tensor.shape)
