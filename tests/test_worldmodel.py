@@ -79,6 +79,21 @@ def test_oldest_turns_are_dropped_to_fit_and_the_prompt_says_so():
     assert obs.metadata["dropped_turns"] == prompt.dropped_turns
 
 
+def test_ready_made_messages_are_fitted_like_built_ones():
+    """bench samples carry their own messages; complete() keeps them inside the window the same way."""
+    backend = MockBackend(context_window=1200)
+    wm = WorldModel(backend, cache=False, config=GenerateConfig(max_tokens=200))
+    session = long_session(20)
+    full = WorldModel(MockBackend(context_window=None), cache=False).build_prompt(session, Action(content=LS))
+    fitted = wm.fit_messages(full.messages)
+    assert fitted.messages == wm.build_prompt(session, Action(content=LS)).messages and fitted.dropped_turns > 0
+    wm.predict_sync(session, LS)
+    asyncio.run(wm.complete(full.messages))
+    assert backend.calls[-1] == backend.calls[-2]  # what complete() sent is what predict() sent
+    odd = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    assert wm.fit_messages(odd).messages == odd  # not a session layout: left alone
+
+
 def test_nothing_is_dropped_when_it_fits():
     prompt = WorldModel(MockBackend(context_window=100_000), cache=False).build_prompt(long_session(5), Action(content=LS))
     assert prompt.dropped_turns == 0 and "omitted" not in prompt.messages[0]["content"]

@@ -20,6 +20,23 @@ def test_sft_uses_the_inference_layout_and_tags_the_answer():
                                        f"<predicted_observation>\n{t.turns[1].observation.content}\n</predicted_observation>"}
 
 
+@pytest.mark.embedded
+def test_a_token_budget_drops_the_oldest_turns_and_skips_what_cannot_fit(tmp_path):
+    from lwm.backends.embedded import EmbeddedBackend
+
+    t = trajectory("terminal")
+    long = t.model_copy(update={"turns": t.turns * 6})
+    skipped: list[str] = []
+    rows = list(sft_rows([long], compact=True, max_tokens=400, skipped=skipped))
+    count = EmbeddedBackend(n_ctx=400).count_tokens
+    assert rows and not skipped
+    for row in rows:
+        assert sum(count(m["content"]) + 8 for m in row["prompt"] + row["completion"]) <= 400
+    assert "omitted to fit" in rows[-1]["prompt"][0]["content"]
+    assert list(sft_rows([long], compact=False, max_tokens=60, skipped=skipped)) == []
+    assert len(skipped) == len(long.turns)
+
+
 def test_sft_keeps_reasoning_when_the_source_has_it():
     t = trajectory("mcp", 1)
     turn = t.turns[0].model_copy(update={"observation": Observation(content="{}", reasoning="the graph is empty")})
