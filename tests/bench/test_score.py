@@ -46,3 +46,26 @@ def test_same_numbers_as_the_published_formula():
     assert (ours["samples"], ours["valid"], ours["failed"]) == (6, 3, 3)
     assert ours["domains"]["search"] == {"samples": 1, "valid": 0, "failed": 1, **{d: None for d in DIMS},
                                          "total_score": None}
+
+
+def test_compare_prints_runs_side_by_side_with_stage_gains(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    totals = {"base": (20.0, 30.0, 25.0), "sft": (35.5, 30.0, 32.0), "rl": (40.0, 28.0, 34.0)}
+    for name, (term, web, overall) in totals.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "scores.json").write_text(json.dumps(
+            {"domains": {"terminal": {"total_score": term}, "web": {"total_score": web}}, "overall": overall}))
+    runner = CliRunner()
+    result = runner.invoke(app, ["bench", "compare", *(str(tmp_path / n) for n in totals)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    terminal = next(line for line in result.output.splitlines() if "Terminal" in line or "terminal" in line)
+    assert "20.00" in terminal and "35.50 (+15.50)" in terminal and "40.00 (+4.50)" in terminal and "+20.00" in terminal
+    overall = next(line for line in result.output.splitlines() if "Overall" in line)
+    assert "34.00 (+2.00)" in overall and "+9.00" in overall
+    missing = runner.invoke(app, ["bench", "compare", str(tmp_path / "base"), str(tmp_path)])
+    assert missing.exit_code != 0 and "no scores.json" in missing.output

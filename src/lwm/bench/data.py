@@ -128,6 +128,19 @@ def export_trajectories(trajectories: Iterable[Trajectory], compact: bool = Fals
     return samples
 
 
+def spread(samples: list[BenchSample], per_domain: int) -> list[BenchSample]:
+    """At most ``per_domain`` samples of each domain, evenly spaced over its samples (so over its
+    trajectories and turn depths), in their original order; deterministic."""
+    by_domain: dict[str, list[BenchSample]] = {}
+    for sample in samples:
+        by_domain.setdefault(sample.domain, []).append(sample)
+    keep: set[str] = set()
+    for items in by_domain.values():
+        step = max(len(items) / per_domain, 1.0)
+        keep.update(items[int(i * step)].id for i in range(min(per_domain, len(items))))
+    return [s for s in samples if s.id in keep]
+
+
 def write_samples(samples: Iterable[BenchSample], out: str | Path) -> dict[str, int]:
     """``<domain>_test.jsonl`` files under ``out``; returns the count per domain."""
     out = Path(out)

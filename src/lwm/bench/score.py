@@ -77,3 +77,32 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) 
     table.add_section()
     table.add_row("Overall", *[""] * len(DIMENSIONS), diff(a.get("overall"), b.get("overall")))
     return table
+
+
+def side_by_side_table(runs: list[tuple[str, dict[str, Any]]]) -> Table:
+    """Each run's total per domain next to the others, with each run's change over the one before it
+    (runs in order: e.g. base, +CPT, +SFT, +RL) and the last run's change over the first."""
+    table = Table(title="total score per run (points); (+x) = change over the previous column")
+    table.add_column("domain")
+    for name, _ in runs:
+        table.add_column(name, justify="right")
+    table.add_column(f"{runs[-1][0]} - {runs[0][0]}", justify="right")
+
+    def cells(values: list[float | None]) -> list[str]:
+        out = []
+        for i, value in enumerate(values):
+            text = "-" if value is None else f"{value:.2f}"
+            if i and value is not None and values[i - 1] is not None:
+                text += f" ({value - values[i - 1]:+.2f})"
+            out.append(text)
+        first, last = values[0], values[-1]
+        gain = "-" if first is None or last is None else f"{last - first:+.2f}"
+        return [*out, f"[green]{gain}[/]" if gain.startswith("+") and gain != "+0.00" else gain]
+
+    domains = sorted({d for _, scores in runs for d in scores["domains"]})
+    for domain in domains:
+        table.add_row(DISPLAY.get(domain, domain),
+                      *cells([scores["domains"].get(domain, {}).get("total_score") for _, scores in runs]))
+    table.add_section()
+    table.add_row("Overall", *cells([scores.get("overall") for _, scores in runs]))
+    return table

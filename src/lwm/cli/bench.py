@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from lwm.backends import BackendError, load_backend
-from lwm.bench.data import BenchSample, export_trajectories, load_samples, write_samples
+from lwm.bench.data import BenchSample, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.report import write_report
 from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judge, pending_inference, pending_judging, read_rows
 from lwm.bench.run import infer as run_infer
-from lwm.bench.score import aggregate, compare_table, score_table
+from lwm.bench.score import aggregate, compare_table, score_table, side_by_side_table
 from lwm.cli import options as o
 from lwm.data import read_trajectories
 
@@ -136,19 +136,31 @@ def run_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, judge_spec: 
 
 
 @bench_app.command("compare")
-def compare_cmd(first: Path, second: Path) -> None:
-    """Per-domain difference between two scored runs (second minus first)."""
-    a, b = (json.loads((p / SCORES).read_text()) for p in (first, second))
-    console.print(compare_table(a, b, (first.name, second.name)))
+def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more scored run folders, baseline first.")]
+                ) -> None:
+    """Scored runs side by side per domain (e.g. base, +CPT, +SFT, +RL); with two, also every dimension's
+    difference (second minus first)."""
+    if len(runs) < 2:
+        raise typer.BadParameter("give at least two run folders")
+    missing = [str(p) for p in runs if not (p / SCORES).is_file()]
+    if missing:
+        raise typer.BadParameter(f"no {SCORES} in {', '.join(missing)}: run lwm bench score there first")
+    scores = [(p.name, json.loads((p / SCORES).read_text())) for p in runs]
+    if len(runs) == 2:
+        console.print(compare_table(scores[0][1], scores[1][1], (scores[0][0], scores[1][0])))
+    console.print(side_by_side_table(scores))
 
 
 @bench_app.command("export")
 def export_cmd(inputs: Annotated[list[Path], typer.Argument(help="Trajectory collections or .jsonl files.")],
                out: Annotated[Path, typer.Option(help="Folder for <domain>_test.jsonl files.")],
                compact: Annotated[bool, typer.Option(help="Compact system prompts (what small embedded models "
-                                                          "get at inference).")] = False) -> None:
+                                                          "get at inference).")] = False,
+               per_domain: Annotated[int | None, typer.Option(help="Keep N samples per domain, evenly spread over "
+                                                                   "its trajectories and turns.")] = None) -> None:
     """Turn lwm trajectories into AgentWorldBench samples (one per turn)."""
-    counts = write_samples(export_trajectories((t for p in inputs for t in read_trajectories(p)), compact), out)
+    samples = export_trajectories((t for p in inputs for t in read_trajectories(p)), compact)
+    counts = write_samples(spread(samples, per_domain) if per_domain else samples, out)
     console.print(f"{sum(counts.values())} samples written to {out}: "
                   + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())))
 
