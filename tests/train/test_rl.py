@@ -77,3 +77,21 @@ def test_grpo_runs_with_the_hybrid_reward(tmp_path, tiny_model_dir):
     assert judged == 2  # one judge call per completion of the step
     log = json.loads((tmp_path / "rl" / "final" / "adapter_config.json").read_text())
     assert log["r"] == 8
+
+
+def test_grpo_keeps_training_the_sft_adapter(tmp_path, tiny_model_dir):
+    sft_data, rl_data = tmp_path / "sft.jsonl", tmp_path / "rl.jsonl"
+    build("sft", [trajectory("terminal")], sft_data, compact=True)
+    build("rl", [trajectory("terminal")], rl_data, compact=True)
+    runner = CliRunner()
+    sft = tmp_path / "sft.json"
+    sft.write_text(json.dumps({"data": str(sft_data), "output_dir": str(tmp_path / "sft"), "model": str(tiny_model_dir),
+                               "max_steps": 1, "batch_size": 1, "max_length": 2048, "lora_r": 4}))
+    assert runner.invoke(app, ["train", "sft", "--config", str(sft)]).exit_code == 0
+    rl = tmp_path / "rl.json"
+    rl.write_text(json.dumps({"data": str(rl_data), "output_dir": str(tmp_path / "rl"),
+                              "model": str(tmp_path / "sft" / "final"), "max_steps": 1, "batch_size": 2,
+                              "num_generations": 2, "max_completion_length": 8}))
+    result = runner.invoke(app, ["train", "rl", "--config", str(rl)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "rl" / "final" / "adapter_config.json").read_text())["r"] == 4
