@@ -56,3 +56,21 @@ def test_gguf_given_by_path_and_missing_files_are_named(tmp_path):
         load_backend(f"embedded?lora={tmp_path / 'adapter.gguf'}")
     with pytest.raises(BackendError, match="unknown packaged model"):
         load_backend("embedded:gpt5")
+
+
+def test_lwm_mini_is_the_base_plus_the_packaged_adapter(tmp_path):
+    backend = load_backend("embedded:lwm-mini?n_ctx=1024")
+    assert backend.path == packaged_model_path() and backend.lora.endswith("lwm-mini.gguf")
+    assert backend.name == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf+lwm-mini.gguf"
+    with pytest.raises(BackendError, match="already base \\+ adapter"):
+        load_backend(f"embedded:lwm-mini?lora={tmp_path / 'a.gguf'}")
+
+
+def test_lwm_mini_answers_in_the_world_model_format_where_the_base_does_not():
+    """What its SFT taught: open the <predicted_observation> tag (the base echoes markdown instead)."""
+    config = GenerateConfig(max_tokens=48)
+    mini = WorldModel("embedded:lwm-mini?n_ctx=1024", config=config, cache=False).predict_sync(
+        trajectory("terminal", 1), ECHO)
+    base = WorldModel("embedded?n_ctx=1024", config=config, cache=False).predict_sync(trajectory("terminal", 1), ECHO)
+    assert mini.raw.lstrip().startswith("<predicted_observation>") and mini.metadata["parse"] == "tagged"
+    assert not base.raw.lstrip().startswith("<predicted_observation>")
