@@ -156,16 +156,17 @@ class WorldModel:
         domain = get_domain(trajectory.domain)
         action = self._action(domain, action)
         prompt = self.build_prompt(trajectory, action)
-        observation = await self.complete(prompt.messages, domain)
+        observation = await self.complete(prompt.messages, domain, fit=False)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
         return observation.model_copy(update={"metadata": metadata})
 
-    async def complete(self, messages: list[Message], domain: Domain | None = None) -> Observation:
+    async def complete(self, messages: list[Message], domain: Domain | None = None, *, fit: bool = True) -> Observation:
         """Ask the model with ready-made messages (e.g. a benchmark sample's own), parse and cache the answer.
 
-        Messages longer than the model's window lose their oldest turns first, as in ``predict``."""
-        if self.backend.context_window is not None:
+        Messages longer than the model's window lose their oldest turns first, as in ``predict`` (which
+        has fitted them already and passes ``fit=False``)."""
+        if fit and self.backend.context_window is not None:
             messages = self.fit_messages(messages).messages
         use_cache = self.cache is not None and self.config.deterministic
         key = cache_key(self.backend.name, messages, self.config) if use_cache else ""
