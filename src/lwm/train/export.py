@@ -138,16 +138,13 @@ def export_adapter(adapter_dir: str | Path, out: str | Path, base: str = "smollm
 
 
 def _merged_state(model_dir: Path) -> dict[str, np.ndarray]:
-    """Every weight of a trained model folder, with a LoRA adapter folder merged into its base."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """Every weight of a trained model folder, with a LoRA adapter folder merged into its base (found the
+    way training finds it, ``train.common.load_model``)."""
+    from lwm.train.common import load_model
 
-    if (model_dir / "adapter_config.json").is_file():
-        from peft import AutoPeftModelForCausalLM
-
-        model = AutoPeftModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).merge_and_unload()
-    else:
-        model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    model, _ = load_model(str(model_dir), seed=0)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
     return {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
 
 
@@ -162,8 +159,9 @@ def export_model(model_dir: str | Path, out: str | Path, base: str = "smollm2", 
     writer = gguf.GGUFWriter(str(out), "llama")
     _copy_metadata(reader, writer, skip=("general.file_type", "general.quantization_version"))
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    hf_name = {gguf_name: hf for hf, gguf_name in names.items()}
     for tensor in reader.tensors:
-        hf = next((h for h, g in names.items() if g == tensor.name), None)
+        hf = hf_name.get(tensor.name)
         if hf is None or hf not in state:
             raise ExportError(f"{model_dir}: no weight for the base tensor {tensor.name} ({hf})")
         value = state[hf]
