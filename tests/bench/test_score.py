@@ -69,3 +69,20 @@ def test_compare_prints_runs_side_by_side_with_stage_gains(tmp_path):
     assert "34.00 (+2.00)" in overall and "+9.00" in overall
     missing = runner.invoke(app, ["bench", "compare", str(tmp_path / "base"), str(tmp_path)])
     assert missing.exit_code != 0 and "no scores.json" in missing.output
+
+
+def test_paired_differences_count_wins_and_standard_error():
+    from lwm.bench.score import paired_differences
+
+    base = {i: {"id": i, "task": "terminal", "failed": 0.0, "total_score": 2.0} for i in "abcd"}
+    base["e"] = {"id": "e", "task": "web", "failed": 1.0}
+    new = {"a": {"task": "terminal", "failed": 0.0, "total_score": 3.0},
+           "b": {"task": "terminal", "failed": 0.0, "total_score": 2.0},
+           "c": {"task": "terminal", "failed": 0.0, "total_score": 1.0},
+           "d": {"task": "terminal", "failed": 1.0},  # failed in one run: not a pair
+           "e": {"task": "web", "failed": 0.0, "total_score": 5.0}}
+    paired = paired_differences(base, new)
+    assert list(paired) == ["terminal"]
+    t = paired["terminal"]
+    assert (t["n"], t["wins"], t["ties"], t["losses"]) == (3, 1, 1, 1)
+    assert t["mean"] == 0.0 and abs(t["se"] - 25 / 3 ** 0.5) < 1e-9  # diffs +25, 0, -25 points: sd 25

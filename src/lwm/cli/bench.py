@@ -17,7 +17,7 @@ from lwm.bench.data import BenchSample, export_trajectories, load_samples, sprea
 from lwm.bench.report import write_report
 from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judge, pending_inference, pending_judging, read_rows
 from lwm.bench.run import infer as run_infer
-from lwm.bench.score import aggregate, compare_table, score_table, side_by_side_table
+from lwm.bench.score import aggregate, compare_table, paired_differences, paired_table, score_table, side_by_side_table
 from lwm.cli import options as o
 from lwm.data import read_trajectories
 
@@ -139,7 +139,8 @@ def run_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, judge_spec: 
 def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more scored run folders, baseline first.")]
                 ) -> None:
     """Scored runs side by side per domain (e.g. base, +CPT, +SFT, +RL); with two, also every dimension's
-    difference (second minus first)."""
+    difference (second minus first); and the last run against the first sample by sample (won/tied/lost,
+    mean difference and its standard error) where both have judged.jsonl."""
     if len(runs) < 2:
         raise typer.BadParameter("give at least two run folders")
     missing = [str(p) for p in runs if not (p / SCORES).is_file()]
@@ -149,6 +150,9 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
     if len(runs) == 2:
         console.print(compare_table(scores[0][1], scores[1][1], (scores[0][0], scores[1][0])))
     console.print(side_by_side_table(scores))
+    first, last = read_rows(runs[0] / JUDGED), read_rows(runs[-1] / JUDGED)
+    if first and last:
+        console.print(paired_table(paired_differences(first, last), (runs[0].name, runs[-1].name)))
 
 
 @bench_app.command("export")
