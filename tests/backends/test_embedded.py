@@ -3,7 +3,7 @@
 import pytest
 
 from lwm.backends import BackendError, GenerateConfig, load_backend
-from lwm.backends.embedded import EmbeddedBackend, packaged_model_path
+from lwm.backends.embedded import EmbeddedBackend, packaged_adapter, packaged_model_path
 from lwm.worldmodel import WorldModel
 from tests.samples import trajectory
 
@@ -61,9 +61,19 @@ def test_gguf_given_by_path_and_missing_files_are_named(tmp_path):
 def test_lwm_mini_is_the_base_plus_the_packaged_adapter(tmp_path):
     backend = load_backend("embedded:lwm-mini?n_ctx=1024")
     assert backend.path == packaged_model_path() and backend.lora.endswith("lwm-mini.gguf")
-    assert backend.name == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf+lwm-mini.gguf"
+    assert backend.name.startswith("embedded:SmolLM2-135M-Instruct.Q4_1.gguf+lwm-mini.gguf@")
     with pytest.raises(BackendError, match="already base \\+ adapter"):
         load_backend(f"embedded:lwm-mini?lora={tmp_path / 'a.gguf'}")
+
+
+def test_a_retrained_adapter_under_the_same_file_name_gets_a_new_name(tmp_path):
+    """The backend name keys the generation cache; same file name, new bytes -> new name."""
+    adapter = tmp_path / "sft.gguf"
+    adapter.write_bytes(packaged_adapter("lwm-mini")[1].read_bytes())
+    first = load_backend(f"embedded?lora={adapter}").name
+    assert first == load_backend(f"embedded?lora={adapter}").name
+    adapter.write_bytes(adapter.read_bytes() + b"\0")
+    assert load_backend(f"embedded?lora={adapter}").name != first
 
 
 def test_lwm_mini_answers_in_the_world_model_format_where_the_base_does_not():

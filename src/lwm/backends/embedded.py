@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import hashlib
 import os
 import threading
 from functools import cache
@@ -68,6 +69,11 @@ def resolve_model(model: str | None) -> Path:
 _load_lock = threading.Lock()
 
 
+def _digest(path: str) -> str:
+    """Short content digest of a (small) adapter file."""
+    return hashlib.blake2b(Path(path).read_bytes(), digest_size=4).hexdigest()
+
+
 @cache
 def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int) -> tuple[Any, threading.Lock]:
     try:
@@ -93,7 +99,9 @@ class EmbeddedBackend:
         if lora and not Path(lora).expanduser().is_file():
             raise BackendError(f"LoRA adapter file not found: {lora}")
         self.lora = str(Path(lora).expanduser()) if lora else None
-        self.name = f"embedded:{self.path.name}" + (f"+{Path(self.lora).name}" if self.lora else "")
+        # The name keys the generation cache: an adapter retrained under the same file name must not be
+        # answered from its predecessor's cache, so the name carries a digest of the adapter's bytes.
+        self.name = f"embedded:{self.path.name}" + (f"+{Path(self.lora).name}@{_digest(self.lora)}" if self.lora else "")
         self.context_window = n_ctx
         self.compact_prompts = n_ctx <= 8192 if compact is None else compact
         self._args = (str(self.path), self.lora, n_ctx, n_threads or os.cpu_count() or 1, n_batch)
