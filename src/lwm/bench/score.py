@@ -24,10 +24,15 @@ def normalize(raw: float) -> float:
     return (raw - 1) / 4 * 100
 
 
+def domain_of(row: dict[str, Any]) -> str:
+    """A row's domain: its task without a benchmark prefix (``agentworld/mcp`` -> ``mcp``)."""
+    return row["task"].split("/")[-1]
+
+
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_domain[row["task"].split("/")[-1]].append(row)
+        by_domain[domain_of(row)].append(row)
     domains: dict[str, Any] = {}
     totals: list[float] = []
     for domain in sorted(by_domain):
@@ -118,7 +123,7 @@ def paired_differences(first: dict[str, dict[str, Any]], last: dict[str, dict[st
         b = last.get(sample_id)
         if b is None or a.get("failed", 1.0) != 0.0 or b.get("failed", 1.0) != 0.0:
             continue
-        pairs[a["task"].split("/")[-1]].append((b["total_score"] - a["total_score"]) / 4 * 100)
+        pairs[domain_of(a)].append(normalize(b["total_score"]) - normalize(a["total_score"]))
     out: dict[str, Any] = {}
     for domain in sorted(pairs):
         d = pairs[domain]
