@@ -80,3 +80,16 @@ def test_shell_with_piped_input_saves_the_session(tmp_path):
     saved = Trajectory.load(save)
     assert [t.action.content[0]["keystrokes"] for t in saved.turns] == ["ls\n", "pwd\n"]
     assert result.output.count("mock observation") == 2
+
+
+def test_data_build_take_samples_per_domain_and_names_a_bad_count(tmp_path):
+    source = tmp_path / "train.jsonl"
+    source.write_text("".join(trajectory(d).model_dump_json() + "\n" for d in ("terminal", "os")))
+    out = tmp_path / "sft.jsonl"
+    result = runner.invoke(app, ["data", "build", str(source), "--stage", "sft", "--out", str(out),
+                                 "--take", "os=1"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["domain"] for line in out.read_text().splitlines()] == ["os"]
+    result = runner.invoke(app, ["data", "build", str(source), "--stage", "sft", "--out", str(out),
+                                 "--take", "os1"])
+    assert result.exit_code != 0 and "DOMAIN=N" in result.output

@@ -66,3 +66,18 @@ def test_held_out_trajectories_never_reach_training(tmp_path):
         build("sft", [t], tmp_path / "x.jsonl", heldout_ids={t.id})
     assert build("rl", [t], tmp_path / "rl.jsonl", heldout_ids={"other"}) == 2
     assert json.loads((tmp_path / "rl.jsonl").read_text().splitlines()[0])["domain"] == "terminal"
+
+
+def test_take_keeps_a_seeded_sample_per_domain_and_drops_the_rest(tmp_path):
+    ts = [trajectory(d) for d in ("terminal", "mcp", "web", "os")]  # two turns each
+    out = tmp_path / "sft.jsonl"
+    assert build("sft", ts, out, take={"os": 2, "mcp": 1}, seed=3) == 3
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["domain"] for r in rows) == ["mcp", "os", "os"]
+    again = tmp_path / "again.jsonl"
+    build("sft", ts, again, take={"os": 2, "mcp": 1}, seed=3)
+    assert again.read_text() == out.read_text()
+    with pytest.raises(ValueError, match="only 2 web rows"):
+        build("sft", ts, out, take={"web": 3})
+    with pytest.raises(ValueError, match="cpt"):
+        build("cpt", ts, out, take={"web": 1})

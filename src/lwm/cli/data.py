@@ -80,6 +80,10 @@ def build_cmd(
     block_chars: Annotated[int, typer.Option(help="cpt: characters per packed block.")] = 8000,
     max_tokens: Annotated[int | None, typer.Option(help="sft/rl: tokens per row (prompt + answer); the oldest "
                                                         "turns are dropped to fit, as at inference.")] = None,
+    take: Annotated[list[str] | None, typer.Option(help="sft/rl: DOMAIN=N keeps a seeded sample of N rows of "
+                                                        "that domain (repeat; unnamed domains are dropped).")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Seed for --take.")] = 0,
 ) -> None:
     """Build a training set for one stage, in the layout the WorldModel uses at inference."""
     console = Console()
@@ -87,8 +91,12 @@ def build_cmd(
     heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
     skipped: list[str] = []
     try:
+        counts = {domain: int(n) for domain, _, n in (item.partition("=") for item in take or [])}
+    except ValueError:
+        raise typer.BadParameter(f"--take wants DOMAIN=N, got {take}") from None
+    try:
         count = build(stage, trajectories, out, heldout_ids=heldout_ids, compact=compact,  # type: ignore[arg-type]
-                      block_chars=block_chars, max_tokens=max_tokens, skipped=skipped)
+                      block_chars=block_chars, max_tokens=max_tokens, skipped=skipped, take=counts, seed=seed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     console.print(f"{count} {stage} rows from {len(trajectories)} trajectories written to {out}")

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import json
+import random
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -111,11 +113,28 @@ def check_no_leak(trajectories: list[Trajectory], heldout_ids: set[str]) -> None
                           "build from the train split (lwm data split)")
 
 
+def take_per_domain(rows: Iterable[dict[str, Any]], take: dict[str, int], seed: int = 0) -> list[dict[str, Any]]:
+    """A seeded sample of ``take[domain]`` rows from each named domain (other domains dropped), shuffled:
+    a focused extra sitting for the domains a model is weak in, with a little replay of the rest."""
+    by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_domain[row["domain"]].append(row)
+    rng = random.Random(seed)
+    sample: list[dict[str, Any]] = []
+    for domain, count in take.items():
+        if len(by_domain[domain]) < count:
+            raise ValueError(f"--take {domain}={count}: only {len(by_domain[domain])} {domain} rows were built")
+        sample += rng.sample(by_domain[domain], count)
+    rng.shuffle(sample)
+    return sample
+
+
 def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, heldout_ids: set[str] | None = None,
           compact: bool = False, block_chars: int = 8000, max_tokens: int | None = None,
-          skipped: list[str] | None = None) -> int:
+          skipped: list[str] | None = None, take: dict[str, int] | None = None, seed: int = 0) -> int:
     """Write the stage's JSONL to ``out``; returns the number of rows. ``max_tokens`` (sft, rl) keeps each
-    row inside that many tokens; turns that cannot fit are left out and named in ``skipped``."""
+    row inside that many tokens; turns that cannot fit are left out and named in ``skipped``. ``take``
+    (sft, rl) keeps a seeded sample of that many rows per domain (``take_per_domain``)."""
     check_no_leak(trajectories, heldout_ids or set())
     if stage == "cpt":
         rows: Iterable[dict[str, Any]] = cpt_rows(trajectories, block_chars)
@@ -125,6 +144,10 @@ def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, held
         rows = rl_rows(trajectories, compact, max_tokens, skipped)
     else:
         raise ValueError(f"unknown stage {stage!r}; use cpt, sft or rl")
+    if take:
+        if stage == "cpt":
+            raise ValueError("take samples sft or rl rows; cpt blocks have no single domain")
+        rows = take_per_domain(rows, take, seed)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
