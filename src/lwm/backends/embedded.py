@@ -101,7 +101,8 @@ class EmbeddedBackend:
         self.lora = str(Path(lora).expanduser()) if lora else None
         # The name keys the generation cache: an adapter retrained under the same file name must not be
         # answered from its predecessor's cache, so the name carries a digest of the adapter's bytes.
-        self.name = f"embedded:{self.path.name}" + (f"+{Path(self.lora).name}@{_digest(self.lora)}" if self.lora else "")
+        adapter = f"+{Path(self.lora).name}@{_digest(self.lora)}" if self.lora else ""
+        self.name = f"embedded:{self.path.name}{adapter}"
         self.context_window = n_ctx
         self.compact_prompts = n_ctx <= 8192 if compact is None else compact
         self._args = (str(self.path), self.lora, n_ctx, n_threads or os.cpu_count() or 1, n_batch)

@@ -4,8 +4,9 @@ Gymnasium's: ``reset(*, seed, options) -> (obs, info)`` and ``step(action) -> (o
 terminated, truncated, info)``, with text observations and text actions (the action as its domain
 writes it: JSON for terminal/MCP/…, code for web/OS). Subclasses supply the initial observation and
 one transition; this class keeps the trajectory, so every environment records what happened the same
-way. An action that does not parse is answered with an error observation, as a real tool would, and
-``info["invalid_action"]`` says why. Limits on episode length come from wrappers (``TimeLimit``).
+way, with observations capped at ``MAX_OBSERVATION`` characters. An action that does not parse is
+answered with an error observation, as a real tool would, and ``info["invalid_action"]`` says why.
+Limits on episode length come from wrappers (``TimeLimit``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from lwm.domains import ActionError, Domain, get_domain
 from lwm.types import Action, Context, Observation, Provenance, Trajectory
 
 MAX_TEXT = 1_000_000
+MAX_OBSERVATION = 100_000
+"""Characters an observation keeps (head and tail); a real tool can print megabytes, a history cannot."""
+
+
+def cap_text(text: str, limit: int = MAX_OBSERVATION) -> str:
+    """``text`` if it fits, else its head and tail with the number of characters left out between them."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters omitted ...]\n{text[-half:]}"
 
 
 class AnyText(spaces.Text):
@@ -90,7 +101,8 @@ class TextEnv(gym.Env[str, str]):
         info = {"turn": len(self.trajectory.turns) + 1, **observation.metadata}
         # The step's duration is recorded with the turn (provenance), but kept out of info: Gymnasium
         # expects equal infos for equal seeds and actions.
-        observation = observation.model_copy(update={"metadata": {**observation.metadata, "seconds": seconds}})
+        observation = observation.model_copy(update={"content": cap_text(observation.content),
+                                                     "metadata": {**observation.metadata, "seconds": seconds}})
         self.trajectory = self.trajectory.extended(parsed, observation)
         reward, terminated = self.reward(parsed, observation)
         self._last = observation.content

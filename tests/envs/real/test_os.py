@@ -3,6 +3,7 @@
 import pytest
 
 from lwm.envs.real.os import DesktopUnavailable, OSEnv, check_desktop
+from tests.envs.real.conftest import processes_of, wait_for
 
 try:
     check_desktop()
@@ -50,6 +51,10 @@ def test_actions_are_sandboxed(env):
 def test_close_stops_the_desktop():
     e = OSEnv()
     e.reset()
-    procs = list(e.procs)
+    desktop, workdir, uid = e.desktop, e.workdir, e.sandbox.uid
+    if uid is not None:  # lwm runs as root: the whole desktop runs as the episode's own uid
+        assert {"Xvfb", "mousepad", "dbus-daemon"} <= set(processes_of(uid))
     e.close()
-    assert procs and all(p.poll() is not None for p in procs)
+    assert desktop.poll() is not None and not workdir.exists()
+    if uid is not None:
+        assert wait_for(lambda: not processes_of(uid), 5)

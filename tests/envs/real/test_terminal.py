@@ -55,8 +55,10 @@ def test_keys_and_text_are_told_apart():
 
 @pytest.fixture
 def outside_dir():
-    """A real folder outside the sandbox's work folder (not under /tmp, which the sandbox replaces)."""
-    folder = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".lwm-probe-"))
+    """A real folder outside the sandbox's work folder, visible inside (lwm's checkout is; /tmp and homes are
+    replaced by empty ones)."""
+    folder = Path(tempfile.mkdtemp(dir=Path(__file__).parent, prefix=".lwm-probe-"))
+    folder.chmod(0o777)  # so that what stops a write is the read-only mount, not the folder's mode
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 

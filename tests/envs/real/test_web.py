@@ -1,6 +1,7 @@
 """The real web environment: Debian's chromium driven by playwright over local sites, offline."""
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,18 @@ def _cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_a_page_that_never_answers_is_given_up_within_the_deadline():
+    e = WebEnv(step_timeout=5.0)
+    try:
+        e.reset()
+        started = time.monotonic()
+        obs, _, _, _, info = e.step("goto('javascript:for(;;){}')")
+        assert time.monotonic() - started < 30
+        assert obs.startswith("Error: the page stopped responding") and info["browser_hung"]
+        assert "URL: http://shop.lwm.test/index.html" in obs  # restarted at the last page
+        obs, *_ = e.step("noop(50)")  # and the episode goes on
+        assert "Title: Corner Shop" in obs
+    finally:
+        e.close()

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
-from lwm.envs.real.sandbox import Sandbox
+from lwm.envs.real.process import Reaper
+from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -163,15 +164,18 @@ class MCPEnv(TextEnv):
     def __init__(self, server: MCPServer | None = None, context: Context | None = None, *,
                  preset: str | None = None, command: str | None = None, args: list[str] | None = None,
                  url: str | None = None, timeout: float = 30.0, sandbox: bool = True,
-                 setup: list[str] | None = None, render_mode: str | None = None):
+                 setup: list[str] | None = None, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
         if preset is not None and preset not in PRESETS:
             raise ValueError(f"unknown MCP server preset {preset!r}; known: {', '.join(PRESETS)}")
         self.server = server or (PRESETS[preset] if preset else MCPServer(command, tuple(args or ()), url))
         if not (self.server.command or self.server.url):
             raise ValueError("MCPEnv needs a server: a command (stdio), a url (streamable HTTP) or a preset")
         self.timeout, self.sandbox, self.setup = timeout, sandbox, setup or []
+        self.limits = limits
         self.connection: MCPConnection | None = None
         self.workdir: Path | None = None
+        self._sandbox: Sandbox | None = None
+        self._reaper: Reaper | None = None
         super().__init__("mcp", context, render_mode)
 
     def _launch_spec(self) -> MCPServer:
@@ -186,8 +190,9 @@ class MCPEnv(TextEnv):
             return server
         command = shutil.which(server.command or "") or server.command or ""
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
-        sandbox = Sandbox(self.workdir, env={"PATH": path, **server.env}, mount_at=SANDBOX_WORKDIR)
-        argv = sandbox.argv(command, *server.args)
+        self._sandbox = Sandbox(self.workdir, env={"PATH": path, **server.env}, mount_at=SANDBOX_WORKDIR,
+                                limits=self.limits)
+        argv = self._sandbox.argv(command, *server.args)
         return MCPServer(argv[0], tuple(argv[1:]), None, {}, str(self.workdir), server.log)
 
     def provenance(self) -> Provenance:
@@ -198,6 +203,7 @@ class MCPEnv(TextEnv):
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
         self.workdir = Path(tempfile.mkdtemp(prefix="lwm-mcp-"))
+        self._reaper = Reaper([self.workdir])
         for command in self.setup:  # e.g. seed files or a git repository for the server to work on
             subprocess.run(command, shell=True, cwd=self.workdir, check=True, capture_output=True)
         self.connection = MCPConnection(self._launch_spec(), self.timeout)
@@ -220,6 +226,8 @@ class MCPEnv(TextEnv):
         if self.connection is not None:
             self.connection.close()
             self.connection = None
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
+        if self._sandbox is not None:
+            self._sandbox.close()
+        if self._reaper is not None:
+            self._reaper.close()  # the work folder
+        self.workdir = self._sandbox = self._reaper = None

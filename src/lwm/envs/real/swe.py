@@ -8,6 +8,7 @@ are confined to the repository; every answer is what the tool really returned, e
 
 from __future__ import annotations
 
+import math
 import shlex
 import shutil
 import subprocess
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
-from lwm.envs.real.sandbox import Sandbox
+from lwm.envs.real.process import Reaper, run_capped
+from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -54,6 +56,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+MAX_COMMAND_TIMEOUT = 600.0
 DEFAULT_PROJECT = Path(__file__).parent / "projects" / "calc"
 """A tiny bundled project with one failing test; real work should use a real project (--project)."""
 
@@ -77,13 +80,15 @@ def unpack_project(source: Path, into: Path) -> Path:
 @register("env", "swe")
 class SWEEnv(TextEnv):
     def __init__(self, project: str | Path = DEFAULT_PROJECT, context: Context | None = None, *,
-                 command_timeout: float = 60.0, render_mode: str | None = None):
+                 command_timeout: float = 60.0, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
         self.project = Path(project)
         if not self.project.exists():
             raise FileNotFoundError(f"SWE project not found: {self.project}")
-        self.command_timeout = command_timeout
+        self.command_timeout, self.limits = command_timeout, limits
         self.root: Path | None = None
         self._tmp: Path | None = None
+        self._sandbox: Sandbox | None = None
+        self._reaper: Reaper | None = None
         super().__init__("swe", (context or Context()).model_copy(update={"tools": TOOLS}), render_mode)
 
     def provenance(self) -> Provenance:
@@ -93,16 +98,24 @@ class SWEEnv(TextEnv):
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
         self._tmp = Path(tempfile.mkdtemp(prefix="lwm-swe-"))
+        self._reaper = Reaper([self._tmp])
         self.root = unpack_project(self.project, self._tmp)
         git = ["git", "-c", "user.name=lwm", "-c", "user.email=lwm@localhost"]
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "initial import"]):
             subprocess.run([*git, *args], cwd=self.root, check=True, capture_output=True)
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        self._sandbox = Sandbox(self.root, env={"PATH": path}, mount_at=f"/home/user/{self.root.name}",
+                                limits=self.limits)
         return self._list_dir(".")
 
     def close(self) -> None:
-        if self._tmp is not None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+        if self._reaper is not None:
+            self._reaper.close()
+        elif self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
-        self._tmp = self.root = None
+        self._tmp = self.root = self._sandbox = self._reaper = None
 
     def transition(self, action: Action) -> Observation:
         name, args = action.content["name"], action.content["arguments"]
@@ -126,20 +139,28 @@ class SWEEnv(TextEnv):
         return full
 
     def _bash(self, command: str, timeout: int | float | None = None) -> str:
-        assert self.root is not None, "reset() first"
-        limit = float(timeout or self.command_timeout)
-        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
-        sandbox = Sandbox(self.root, env={"PATH": path}, mount_at=f"/home/user/{self.root.name}")
-        argv = sandbox.argv("bash", "-c", command)
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, errors="replace")
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return f"{out}[command timed out after {limit:g} s]"
-        output = done.stdout + done.stderr
+        assert self._sandbox is not None, "reset() first"
+        if not isinstance(command, str):
+            raise ToolError(f"Error: invalid arguments for bash: command must be a string, "
+                            f"not {type(command).__name__}")
+        limit = self._timeout(timeout)
+        done = run_capped(self._sandbox.argv("bash", "-c", command), limit)
+        output = done.output
         if output and not output.endswith("\n"):
             output += "\n"
+        if done.returncode is None:
+            return f"{output}[command timed out after {limit:g} s]"
         return f"{output}[exit code: {done.returncode}]"
+
+    def _timeout(self, value: Any) -> float:
+        """The bash tool's ``timeout`` in seconds: a bad value is the tool's error observation, not an
+        exception out of ``step``; a huge one is held to ``MAX_COMMAND_TIMEOUT``."""
+        if value is None:
+            return self.command_timeout
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise ToolError(f"Error: invalid arguments for bash: timeout must be a positive number of seconds, "
+                            f"got {value!r}")
+        return min(float(value), MAX_COMMAND_TIMEOUT)
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         full = self._path(path)
@@ -156,8 +177,11 @@ class SWEEnv(TextEnv):
 
     def _write_file(self, path: str, content: str) -> str:
         full = self._path(path)
+        created = next((p for p in [*reversed(full.parents), full] if not p.exists()), None)
         full.parent.mkdir(parents=True, exist_ok=True)
         full.write_text(content)
+        if self._sandbox is not None:  # the sandboxed bash (another uid when lwm is root) may change it later
+            self._sandbox.own(created or full)
         return f"Wrote {len(content.encode())} bytes to {path}"
 
     def _str_replace(self, path: str, old_str: str, new_str: str) -> str:

@@ -8,7 +8,6 @@ fixed-size pane. Each environment has its own tmux server (private socket) and w
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -19,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
-from lwm.envs.real.sandbox import Sandbox
+from lwm.envs.real.process import Reaper
+from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -38,13 +38,16 @@ def is_key(keystrokes: str) -> bool:
 @register("env", "terminal")
 class TerminalEnv(TextEnv):
     def __init__(self, context: Context | None = None, *, workdir: str | Path | None = None, width: int = 100,
-                 height: int = 30, start_timeout: float = 10.0, render_mode: str | None = None):
-        self.width, self.height, self.start_timeout = width, height, start_timeout
+                 height: int = 30, start_timeout: float = 10.0, limits: Limits = DEFAULT_LIMITS,
+                 render_mode: str | None = None):
+        self.width, self.height, self.start_timeout, self.limits = width, height, start_timeout, limits
         super().__init__("terminal", context, render_mode)
         self._given_workdir = Path(workdir) if workdir else None
         self.workdir: Path | None = None
         self._server: Any = None
         self._pane: Any = None
+        self._reaper: Reaper | None = None
+        self._sandbox: Sandbox | None = None
 
     def provenance(self) -> Provenance:
         return Provenance(source="real", environment="terminal:bash-tmux-bwrap",
@@ -64,13 +67,13 @@ class TerminalEnv(TextEnv):
 
         self.workdir = self._given_workdir or Path(tempfile.mkdtemp(prefix="lwm-term-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        sandbox = Sandbox(self.workdir, env={"PS1": PS1}, mount_at=HOME)
         socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
-        # A watchdog started with the shell itself (so no kill can fall between the two): when this
-        # process dies, even by SIGKILL, it takes the tmux server and the sandboxed shell with it.
-        watchdog = f"(while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; tmux -S {socket} kill-server) &"
-        shell = shlex.join(sandbox.argv("bash", "--noprofile", "--norc", "-i"))
-        command = f"sh -c {shlex.quote(f'{watchdog} exec {shell}')}"
+        # The watchdog starts before tmux, so no kill can fall between the two: when this process dies,
+        # even by SIGKILL, it takes the tmux server (and with it the sandbox) and the episode's files.
+        self._reaper = Reaper([socket] if self._given_workdir else [socket, self.workdir],
+                              [f"tmux -S {shlex.quote(str(socket))} kill-server"])
+        self._sandbox = Sandbox(self.workdir, env={"PS1": PS1}, mount_at=HOME, limits=self.limits, interactive=True)
+        command = shlex.join(self._sandbox.argv("bash", "--noprofile", "--norc", "-i"))
         self._server = libtmux.Server(socket_path=socket)
         session = self._server.new_session(session_name="lwm", window_command=command, x=self.width, y=self.height)
         self._server.cmd("set-option", "-g", "status", "off")
@@ -93,8 +96,12 @@ class TerminalEnv(TextEnv):
             except Exception:  # already gone
                 pass
             self._server = self._pane = None
-        if self.workdir is not None and self._given_workdir is None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._reaper is not None:
+            self._reaper.close()  # the socket, and the work folder unless the caller gave it
+            self._reaper = None
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
         self.workdir = None
 
     # --- the contract --------------------------------------------------------------------------

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import ast
 import mimetypes
+import os
+import queue
 import re
 import shlex
-import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
-from lwm.envs.real.sandbox import Sandbox
+from lwm.envs.real.process import Reaper
+from lwm.envs.real.sandbox import Limits, Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -34,7 +38,12 @@ SITES = {
 }
 START_URL = "http://shop.lwm.test/index.html"
 MAX_TREE = 20_000
+STEP_TIMEOUT = 30.0
+"""Seconds one step (its actions and the snapshot) may take before the browser is declared hung."""
 ACTION_TIMEOUT_MS = 3_000
+BROWSER_LIMITS = Limits(memory_mb=None, processes=1024)
+"""Chromium reserves terabytes of address space (V8's cage), which RLIMIT_AS would refuse; its many threads
+count as processes."""
 
 
 def parse_calls(code: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
@@ -48,22 +57,94 @@ def parse_calls(code: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
     return calls
 
 
+class BrowserHung(RuntimeError):
+    """The browser did not answer a call within its deadline and was killed."""
+
+
+class BrowserThread:
+    """One daemon thread that makes every Playwright call (its sync API belongs to the thread that
+    started it), so the caller can wait with a deadline and walk away from a call that never returns."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="lwm-web", daemon=True)
+        self._thread.start()
+        self.alive = True
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, args, answer = job
+            try:
+                answer.put((True, fn(*args)))
+            except BaseException as exc:  # handed to the caller, raised there
+                answer.put((True, exc))
+
+    def run(self, fn: Any, args: tuple, timeout: float) -> tuple[bool, Any]:
+        """(finished, result or exception); ``(False, None)`` past the deadline."""
+        answer: queue.Queue = queue.Queue(maxsize=1)
+        self._jobs.put((fn, args, answer))
+        try:
+            return answer.get(timeout=timeout)
+        except queue.Empty:
+            return False, None
+
+    def stop(self) -> None:
+        """End the thread after its current call (a hung call is simply left behind: it is a daemon)."""
+        self._jobs.put(None)
+        self.alive = False
+
+
 @register("env", "web")
 class WebEnv(TextEnv):
     def __init__(self, context: Context | None = None, *, start_url: str = START_URL, width: int = 1280,
-                 height: int = 800, sandbox: bool = True, render_mode: str | None = None):
+                 height: int = 800, sandbox: bool = True, step_timeout: float = STEP_TIMEOUT,
+                 render_mode: str | None = None):
         self.start_url, self.viewport, self.sandbox = start_url, {"width": width, "height": height}, sandbox
+        self.step_timeout = step_timeout
         self._home: Path | None = None
+        self._reaper: Reaper | None = None
+        self._sandbox: Sandbox | None = None
         self._pw: Any = None
         self._browser: Any = None
+        self._version: str | None = None
         self._context: Any = None
+        self._worker: BrowserThread | None = None
         self.page: Any = None
+        self._url = start_url
         self.messages: list[str] = []
         super().__init__("web", context, render_mode)
 
     def provenance(self) -> Provenance:
-        version = self._browser.version if self._browser else None
-        return Provenance(source="real", environment="web:chromium-playwright", extra={"chromium": version})
+        return Provenance(source="real", environment="web:chromium-playwright", extra={"chromium": self._version})
+
+    # --- every browser call runs on one thread, under a deadline ---------------------------------
+    def _call(self, fn: Any, *args: Any, timeout: float | None = None) -> Any:
+        """Run ``fn`` on the browser's thread; past ``timeout`` the browser is killed (a page in an endless
+        script blocks Playwright's calls for good) and ``BrowserHung`` is raised."""
+        timeout = timeout or self.step_timeout
+        if self._worker is None or not self._worker.alive:
+            self._worker = BrowserThread()
+        done, result = self._worker.run(fn, args, timeout)
+        if not done:
+            self._kill_browser()
+            self._worker.stop()  # its call returns with an error once the browser is gone, or never
+            self._worker = None
+            self._pw = self._browser = self._context = self.page = None
+            raise BrowserHung(f"the browser did not answer within {timeout:g} s")
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _kill_browser(self) -> None:
+        """SIGKILL the sandbox that holds the browser (everything in it dies with it)."""
+        if self._home is None:
+            return
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and str(self._home).encode() in (entry / "cmdline").read_bytes():
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                pass
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _launch(self) -> None:
@@ -75,6 +156,7 @@ class WebEnv(TextEnv):
             self._pw = sync_playwright().start()
             executable = self._sandboxed_chromium() if self.sandbox else CHROMIUM
             self._browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+            self._version = self._browser.version
         if self._context is not None:
             self._context.close()
         self._context = self._browser.new_context(viewport=self.viewport, service_workers="block")
@@ -89,7 +171,9 @@ class WebEnv(TextEnv):
         the browser, so nothing needs a network; chromium's own sandbox is off (``--no-sandbox``), this one
         replaces it."""
         self._home = Path(tempfile.mkdtemp(prefix="lwm-web-"))
-        argv = Sandbox(self._home).argv(CHROMIUM)
+        self._reaper = Reaper([self._home])
+        self._sandbox = Sandbox(self._home, limits=BROWSER_LIMITS)
+        argv = self._sandbox.argv(CHROMIUM)
         launcher = self._home / "chromium"
         launcher.write_text(f'#!/bin/sh\nexec {shlex.join(argv)} "$@"\n')
         launcher.chmod(0o755)
@@ -114,6 +198,16 @@ class WebEnv(TextEnv):
         route.abort("internetdisconnected")
 
     def close(self) -> None:
+        try:
+            self._call(self._close_browser, timeout=30.0)
+        except BrowserHung:
+            pass
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        self._drop_home()
+
+    def _close_browser(self) -> None:
         for closer in (self._context, self._browser):
             try:
                 if closer is not None:
@@ -123,9 +217,13 @@ class WebEnv(TextEnv):
         if self._pw is not None:
             self._pw.stop()
         self._pw = self._browser = self._context = self.page = None
-        if self._home is not None:
-            shutil.rmtree(self._home, ignore_errors=True)
-            self._home = None
+
+    def _drop_home(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+        if self._reaper is not None:
+            self._reaper.close()
+        self._home = self._reaper = self._sandbox = None
 
     # --- observation -----------------------------------------------------------------------------
     def snapshot(self) -> str:
@@ -141,16 +239,44 @@ class WebEnv(TextEnv):
         return f"# Tabs\n{tabs}\n\nURL: {self.page.url}\nTitle: {self.page.title()}\n\n{tree}"
 
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
+        try:
+            return self._call(self._reset_page, options.get("url", self.start_url))
+        except BrowserHung:  # the start page itself hangs: a fresh browser, then the error as the page
+            self._drop_home()
+            raise
+
+    def _reset_page(self, url: str) -> str:
         self._launch()
         self.messages = []
         self.trajectory = self._new_trajectory()
-        self.page.goto(options.get("url", self.start_url))
+        self.page.goto(url)
+        self._url = self.page.url
         return self.snapshot()
 
     # --- actions ---------------------------------------------------------------------------------
     def transition(self, action: Action) -> Observation:
+        last_url = self._url
+        try:
+            text, url, error = self._call(self._act, action.content)
+        except BrowserHung as exc:
+            # What a user of a hung tab does: give up on it. The browser restarts at the last page.
+            self._drop_home()
+            text = self._call(self._reset_page_keep_trajectory, last_url)
+            text = f"Error: the page stopped responding ({exc}); the browser was restarted at {last_url}\n\n{text}"
+            return Observation(content=text, metadata={"url": last_url, "action_error": True, "browser_hung": True})
+        if error:
+            text = f"Error: {error}\n\n{text}"
+        return Observation(content=text, metadata={"url": url, "action_error": error is not None})
+
+    def _reset_page_keep_trajectory(self, url: str) -> str:
+        self._launch()
+        self.page.goto(url)
+        self._url = self.page.url
+        return self.snapshot()
+
+    def _act(self, code: str) -> tuple[str, str, str | None]:
         error = None
-        for name, args, kwargs in parse_calls(action.content):
+        for name, args, kwargs in parse_calls(code):
             try:
                 self._do(name, args, kwargs)
             except Exception as exc:  # the action failed in the browser: say so, show the page
@@ -160,10 +286,8 @@ class WebEnv(TextEnv):
                 self.page.wait_for_load_state("domcontentloaded", timeout=ACTION_TIMEOUT_MS)
             except Exception:
                 pass
-        text = self.snapshot()
-        if error:
-            text = f"Error: {error}\n\n{text}"
-        return Observation(content=text, metadata={"url": self.page.url, "action_error": error is not None})
+        self._url = self.page.url
+        return self.snapshot(), self._url, error
 
     def _element(self, bid: str) -> Any:
         target = self.page.locator(f"aria-ref={bid}")

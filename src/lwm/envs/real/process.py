@@ -1,0 +1,114 @@
+"""Processes of real environments: bounded output, hard deadlines, and nothing left behind.
+
+``run_capped`` runs a command with a deadline that holds and keeps only the head and tail of what it
+prints (a command that prints 30 MB, or forever, costs a few hundred KB). ``Reaper`` is a watchdog
+started beside an episode: when lwm dies, even by SIGKILL, it kills what the episode started and removes
+its files, so a killed collection leaves no processes, sockets or folders behind.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from lwm.envs.base import MAX_OBSERVATION, cap_text
+
+
+@dataclass
+class Finished:
+    output: str
+    returncode: int | None
+    """``None`` when the deadline killed it."""
+    total_bytes: int
+
+
+def run_capped(argv: list[str], timeout: float, limit: int = MAX_OBSERVATION, **popen) -> Finished:
+    """Run ``argv`` (stdout and stderr together), killing its process group at ``timeout`` seconds."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, **popen)
+    assert proc.stdout is not None
+    fd, head, tail, total = proc.stdout.fileno(), bytearray(), deque(), 0
+    tail_bytes, half = 0, (limit - 200) // 2  # room for the note between head and tail
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        room = half - len(head)
+        if room > 0:
+            head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            tail.append(chunk)
+            tail_bytes += len(chunk)
+            while tail and tail_bytes - len(tail[0]) >= half:
+                tail_bytes -= len(tail.popleft())
+    if timed_out:
+        kill_group(proc)
+    proc.stdout.close()
+    code = None if timed_out else proc.wait()
+    rest = b"".join(tail)[-half:] if tail else b""
+    text = head.decode(errors="replace")
+    if total > len(head) + len(rest):
+        text += f"\n[... {total - len(head) - len(rest):,} bytes of output omitted ...]\n"
+    text += rest.decode(errors="replace")
+    return Finished(cap_text(text, limit), code, total)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started with ``start_new_session`` and its group, then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class Reaper:
+    """A watchdog for one episode: when this process dies it runs ``commands`` and removes ``paths``.
+
+    It is a tiny shell loop in its own session (so a signal to lwm's group does not take it first);
+    ``close()`` does the same cleanup now and stops the watchdog."""
+
+    def __init__(self, paths: list[Path | str] = (), commands: list[str] = ()):
+        self.paths = [str(p) for p in paths]
+        self.commands = list(commands)
+        cleanup = "; ".join([*(f"{c} >/dev/null 2>&1" for c in self.commands),
+                             *(f"rm -rf -- {shlex.quote(p)}" for p in self.paths)]) or "true"
+        script = f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; {cleanup}"
+        self.proc = subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+
+    def close(self) -> None:
+        """Clean up now (the caller has already stopped its processes) and end the watchdog."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for command in self.commands:
+            subprocess.run(["sh", "-c", command], capture_output=True)
+        for path in self.paths:
+            target = Path(path)
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
