@@ -15,7 +15,7 @@ for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tm
 done
 # Real document collections for the search environment, and the browser for the web environment
 # (checked with dpkg: they are files, or a command whose name differs between releases).
-for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium \
+for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium libseccomp2 \
            xvfb dbus-x11 at-spi2-core python3-pyatspi mousepad galculator xdotool; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done

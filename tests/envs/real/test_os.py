@@ -1,5 +1,7 @@
 """The real OS environment: Xvfb + AT-SPI + mousepad, driven by sandboxed Python code."""
 
+from pathlib import Path
+
 import pytest
 
 from lwm.envs.real.os import DesktopUnavailable, OSEnv, check_desktop
@@ -54,7 +56,31 @@ def test_close_stops_the_desktop():
     desktop, workdir, uid = e.desktop, e.workdir, e.sandbox.uid
     if uid is not None:  # lwm runs as root: the whole desktop runs as the episode's own uid
         assert {"Xvfb", "mousepad", "dbus-daemon"} <= set(processes_of(uid))
+        # ... in the sandbox's mount namespace, where the root is read-only: whatever an action makes the
+        # app do (save as /root/x), it cannot write outside the episode's folder.
+        pid = next(p for p in Path("/proc").iterdir() if p.name.isdigit() and p.stat().st_uid == uid
+                   and (p / "comm").read_text().strip() == "mousepad")
+        assert (pid / "ns/mnt").stat().st_ino != Path("/proc/self/ns/mnt").stat().st_ino
+        root = next(line.split() for line in (pid / "mountinfo").read_text().splitlines() if line.split()[4] == "/")
+        assert "ro" in root[5].split(",")
     e.close()
     assert desktop.poll() is not None and not workdir.exists()
     if uid is not None:
         assert wait_for(lambda: not processes_of(uid), 5)
+
+
+def test_an_episode_reaches_its_own_display_only():
+    a, b = OSEnv(), OSEnv()
+    host_x11 = sorted(p.name for p in Path("/tmp/.X11-unix").iterdir()) if Path("/tmp/.X11-unix").exists() else []
+    try:
+        a.reset()
+        b.reset()
+        obs, *_ = a.step(TYPE.format("only in a") + f"\nimport os\nprint(os.path.exists({str(b.workdir)!r}), "
+                         "sorted(os.listdir('/tmp/.X11-unix')))")
+        assert "text='only in a'" in obs and "Output:\nFalse ['X0']" in obs
+        assert "only in a" not in b.tree()
+    finally:
+        a.close()
+        b.close()
+    now = sorted(p.name for p in Path("/tmp/.X11-unix").iterdir()) if Path("/tmp/.X11-unix").exists() else []
+    assert now == host_x11  # nothing written into the host's X socket folder
