@@ -9,6 +9,7 @@ Usage: python benchmarks/sandbox_overhead.py [--rounds 40]
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -54,6 +55,7 @@ def main() -> None:
                       f"{statistics.median(after) * 1000:.1f}", f"{sum(before):.2f}", f"{sum(after):.2f}",
                       f"{sum(after) / sum(before):.2f}x")
     sandbox.close()
+    shutil.rmtree(workdir, ignore_errors=True)
     Console().print(table)
 
 

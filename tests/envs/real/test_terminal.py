@@ -90,3 +90,14 @@ def test_workdir_is_removed_on_close():
     assert folder.exists()
     e.close()
     assert not folder.exists()
+
+
+def test_close_leaves_no_socket_folder_or_process():
+    before = {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-tmux-", "lwm-term-"))}
+    env = TerminalEnv()
+    env.reset()
+    server = env._server
+    assert {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-tmux-", "lwm-term-"))} - before
+    env.close()
+    assert not server.is_alive()
+    assert {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-tmux-", "lwm-term-"))} == before
