@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from lwm.envs.real.os import DesktopUnavailable, OSEnv, check_desktop
-from tests.envs.real.conftest import processes_of, wait_for
+from lwm.envs.real.process import processes_of
+from tests.envs.real.conftest import wait_for
 
 try:
     check_desktop()

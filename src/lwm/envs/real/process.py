@@ -27,13 +27,12 @@ class Finished:
     output: str
     returncode: int | None
     """``None`` when the deadline killed it."""
-    total_bytes: int
 
 
-def run_capped(argv: list[str], timeout: float, limit: int = MAX_OBSERVATION, **popen) -> Finished:
+def run_capped(argv: list[str], timeout: float, limit: int = MAX_OBSERVATION) -> Finished:
     """Run ``argv`` (stdout and stderr together), killing its process group at ``timeout`` seconds."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, **popen)
+                            start_new_session=True)
     assert proc.stdout is not None
     fd, head, tail, total = proc.stdout.fileno(), bytearray(), deque(), 0
     tail_bytes, half = 0, (limit - 200) // 2  # room for the note between head and tail
@@ -69,7 +68,19 @@ def run_capped(argv: list[str], timeout: float, limit: int = MAX_OBSERVATION, **
     if total > len(head) + len(rest):
         text += f"\n[... {total - len(head) - len(rest):,} bytes of output omitted ...]\n"
     text += rest.decode(errors="replace")
-    return Finished(cap_text(text, limit), code, total)
+    return Finished(cap_text(text, limit), code)
+
+
+def processes_of(uid: int) -> list[str]:
+    """Names of the live processes owned by ``uid``."""
+    names = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                names.append((entry / "comm").read_text().strip())
+        except OSError:  # gone meanwhile
+            pass
+    return names
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -100,7 +111,7 @@ class Reaper:
                                      stderr=subprocess.DEVNULL, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
 
     def close(self) -> None:
-        """Clean up now (the caller has already stopped its processes) and end the watchdog."""
+        """Clean up now: end the watchdog, run its commands, remove its paths."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()

@@ -28,11 +28,10 @@ import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from lwm.envs.real import seccomp
-from lwm.envs.real.process import Reaper
+from lwm.envs.real.process import Reaper, processes_of
 
 HIDDEN_DIRS = ("/root", "/home", "/run", "/etc/ssh", "/etc/sudoers.d", "/var/lib/sudo", "/var/mail")
 """Emptied inside (a tmpfs over each): homes hold keys and tokens, /run holds sockets (D-Bus, docker)."""
@@ -97,17 +96,6 @@ def _lwm_install() -> list[Path]:
     return sorted({p.resolve() for p in roots if p.exists()})
 
 
-def _processes_of(uid: int) -> int:
-    count = 0
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid:
-                count += 1
-        except OSError:  # gone meanwhile
-            pass
-    return count
-
-
 def chown_tree(path: Path, uid: int) -> None:
     """Give ``path`` (and everything under it) to ``uid``, without following symlinks."""
     os.chown(path, uid, uid, follow_symlinks=False)
@@ -137,14 +125,14 @@ class Sandbox:
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
         self._identity: list[Path] = []
-        if os.geteuid() == 0:
+        if self.drops_privileges:
             if self.uid is None:
                 self.uid = UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
             self.own(self.workdir)
             for host in self.binds:
                 self.own(Path(host))
             self._identity = _identity_files(self.uid)
-        self._uid_processes = 0 if os.geteuid() == 0 else _processes_of(os.geteuid())
+        self._uid_processes = 0 if self.drops_privileges else len(processes_of(os.geteuid()))
 
     def close(self) -> None:
         """Remove the sandbox's own files (its passwd/group entries); its processes end with their parent."""
@@ -158,7 +146,7 @@ class Sandbox:
 
     def own(self, path: Path) -> None:
         """Make a host-side file or folder (made by lwm, e.g. a tool's write) the sandbox's own."""
-        if self.drops_privileges and self.uid is not None:
+        if self.drops_privileges:
             chown_tree(Path(path), self.uid)
 
     def argv(self, *command: str) -> list[str]:
@@ -233,8 +221,8 @@ def _identity_files(uid: int) -> list[Path]:
     return files
 
 
-@cache
 def _seccomp_program() -> Path | None:
+    """The filter's file (written once per shared folder; the compiled program itself is cached)."""
     path = seccomp.write_program(_shared_dir())
     if path is None:
         warnings.warn("lwm sandboxes run without a seccomp filter: libseccomp/pyseccomp is not usable",

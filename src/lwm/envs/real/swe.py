@@ -112,9 +112,7 @@ class SWEEnv(TextEnv):
         if self._sandbox is not None:
             self._sandbox.close()
         if self._reaper is not None:
-            self._reaper.close()
-        elif self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._reaper.close()  # the episode's folder
         self._tmp = self.root = self._sandbox = self._reaper = None
 
     def transition(self, action: Action) -> Observation:

@@ -90,15 +90,10 @@ class TerminalEnv(TextEnv):
         raise RuntimeError(f"the sandboxed shell did not show a prompt within {self.start_timeout}s:\n{self.screen()}")
 
     def close(self) -> None:
-        if self._server is not None:
-            try:
-                self._server.kill()
-            except Exception:  # already gone
-                pass
-            self._server = self._pane = None
         if self._reaper is not None:
-            self._reaper.close()  # the socket, and the work folder unless the caller gave it
+            self._reaper.close()  # kills the tmux server; removes the socket, and the work folder unless given
             self._reaper = None
+        self._server = self._pane = None
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None

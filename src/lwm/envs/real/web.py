@@ -25,7 +25,7 @@ from typing import Any
 
 from lwm.envs.base import TextEnv
 from lwm.envs.real.process import Reaper
-from lwm.envs.real.sandbox import Limits, Sandbox
+from lwm.envs.real.sandbox import Limits, Sandbox, bwrap_path
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -136,12 +136,14 @@ class WebEnv(TextEnv):
         return result
 
     def _kill_browser(self) -> None:
-        """SIGKILL the sandbox that holds the browser (everything in it dies with it)."""
+        """SIGKILL the bubblewrap processes that hold this browser (everything inside dies with them)."""
         if self._home is None:
             return
+        bwrap, home = bwrap_path().encode(), str(self._home).encode()
         for entry in Path("/proc").iterdir():
             try:
-                if entry.name.isdigit() and str(self._home).encode() in (entry / "cmdline").read_bytes():
+                argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+                if argv and argv[0] == bwrap and home in argv:
                     os.kill(int(entry.name), signal.SIGKILL)
             except OSError:
                 pass
@@ -198,10 +200,11 @@ class WebEnv(TextEnv):
         route.abort("internetdisconnected")
 
     def close(self) -> None:
-        try:
-            self._call(self._close_browser, timeout=30.0)
-        except BrowserHung:
-            pass
+        if self._worker is not None:
+            try:
+                self._call(self._close_browser, timeout=30.0)
+            except BrowserHung:
+                pass
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
@@ -240,15 +243,17 @@ class WebEnv(TextEnv):
 
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         try:
-            return self._call(self._reset_page, options.get("url", self.start_url))
-        except BrowserHung:  # the start page itself hangs: a fresh browser, then the error as the page
+            text = self._call(self._open, options.get("url", self.start_url))
+        except BrowserHung:  # the start page itself hangs: nothing to fall back to
             self._drop_home()
             raise
-
-    def _reset_page(self, url: str) -> str:
-        self._launch()
         self.messages = []
-        self.trajectory = self._new_trajectory()
+        self.trajectory = self._new_trajectory()  # now with the browser's version
+        return text
+
+    def _open(self, url: str) -> str:
+        """A fresh context (and browser, if none) showing ``url``."""
+        self._launch()
         self.page.goto(url)
         self._url = self.page.url
         return self.snapshot()
@@ -261,18 +266,12 @@ class WebEnv(TextEnv):
         except BrowserHung as exc:
             # What a user of a hung tab does: give up on it. The browser restarts at the last page.
             self._drop_home()
-            text = self._call(self._reset_page_keep_trajectory, last_url)
+            text = self._call(self._open, last_url)
             text = f"Error: the page stopped responding ({exc}); the browser was restarted at {last_url}\n\n{text}"
             return Observation(content=text, metadata={"url": last_url, "action_error": True, "browser_hung": True})
         if error:
             text = f"Error: {error}\n\n{text}"
         return Observation(content=text, metadata={"url": url, "action_error": error is not None})
-
-    def _reset_page_keep_trajectory(self, url: str) -> str:
-        self._launch()
-        self.page.goto(url)
-        self._url = self.page.url
-        return self.snapshot()
 
     def _act(self, code: str) -> tuple[str, str, str | None]:
         error = None
