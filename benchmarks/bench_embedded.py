@@ -21,7 +21,7 @@ from rich.table import Table
 
 from lwm.backends import GenerateConfig
 from lwm.bench.data import load_samples
-from lwm.bench.run import PREDICTIONS, infer, read_rows
+from lwm.bench.run import infer, predictions
 from lwm.worldmodel import WorldModel
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"
@@ -46,7 +46,7 @@ def main() -> None:
         wm.backend.llama.reset()
         with console.status(f"{label}: {len(items)} samples..."):
             asyncio.run(infer(items, wm, out, concurrency=1, prefix_order=ordered))
-        seconds = [r["seconds"] for r in read_rows(out / PREDICTIONS).values() if not r.get("error")]
+        seconds = [r.seconds or 0.0 for r in predictions(out).by_id().values() if r.ok]
         results[label] = (statistics.median(seconds), sum(seconds), len(seconds))
     table = Table(title=f"embedded SmolLM2, {len(samples)} {args.domain} samples from {len(keys)} trajectories")
     for col in ("order", "median s/sample", "total s", "samples"):

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from lwm.bench.data import load_samples
 from lwm.bench.rules import clear_caches, rule_scores
+from lwm.conversation import history_text
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"
 
@@ -25,7 +26,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     samples = load_samples(DATA)
-    rows = [(s.reference, "\n".join(r for _, r in s.history)) for s in samples]
+    rows = [(s.reference, history_text(s.history)) for s in samples]
     rates: dict[str, list[float]] = {"cold": [], "warm": []}
     for round_ in range(args.rounds):
         clear_caches()

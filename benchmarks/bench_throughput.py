@@ -21,7 +21,7 @@ from rich.table import Table
 
 from lwm.backends import GenerateConfig
 from lwm.bench.data import BenchSample, load_samples
-from lwm.bench.run import PREDICTIONS, infer, read_rows
+from lwm.bench.run import infer, predictions
 from lwm.parsing import parse_answer
 from lwm.testing.openai_server import ScriptedServer
 from lwm.worldmodel import WorldModel
@@ -43,7 +43,8 @@ def sequential(items: list[BenchSample], base_url: str) -> dict[str, str]:
     predictions = {}
     with httpx.Client(base_url=base_url, timeout=60) as client:
         for s in items:
-            body = {"model": "scripted", "messages": s.messages(), "temperature": 0.0, "max_tokens": 2048, "seed": 0}
+            body = {"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
+                    "max_tokens": 2048, "seed": 0}
             text = client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"]
             predictions[s.id] = parse_answer(text).content
     return predictions
@@ -69,8 +70,8 @@ def main() -> None:
             start = time.perf_counter()
             asyncio.run(infer(items, wm, out, args.concurrency))
             lwm_s = time.perf_counter() - start
-    rows = read_rows(out / PREDICTIONS)
-    identical = all(rows[i]["prediction"] == p for i, p in reference.items()) and len(rows) == len(reference)
+    rows = predictions(out).by_id()
+    identical = all(rows[i].prediction == p for i, p in reference.items()) and len(rows) == len(reference)
     table = Table(title=f"{len(items)} samples, server latency {args.latency * 1000:.0f} ms")
     for col in ("runner", "wall s", "samples/s"):
         table.add_column(col, justify="right")

@@ -28,8 +28,11 @@ def run_lwm(data: str, out: str, steps: int) -> dict:
     from lwm.train.config import SFTStageConfig
     from lwm.train.sft import train_sft
 
-    config = SFTStageConfig(data=data, output_dir=out, max_steps=steps, save_steps=10_000, logging_steps=1,
-                            resume=False, **SETTINGS)
+    lora = {k: v for k, v in SETTINGS.items() if k.startswith("lora")}
+    trainer = {k: v for k, v in SETTINGS.items() if k not in lora}
+    trainer["per_device_train_batch_size"] = trainer.pop("batch_size")
+    config = SFTStageConfig(data=data, output_dir=out, resume=False, **lora, trainer={
+        **trainer, "max_steps": steps, "save_steps": 10_000, "logging_steps": 1})
     metrics = train_sft(config)
     return {"runtime": metrics["train_runtime"], "tokens": metrics["log"][-2]["num_tokens"]}
 

@@ -79,19 +79,18 @@ def test_oldest_turns_are_dropped_to_fit_and_the_prompt_says_so():
     assert obs.metadata["dropped_turns"] == prompt.dropped_turns
 
 
-def test_ready_made_messages_are_fitted_like_built_ones():
-    """bench samples carry their own messages; complete() keeps them inside the window the same way."""
+def test_a_benchmark_sample_is_fitted_and_sent_like_the_session_it_came_from():
+    """A bench sample carries its session already laid out; complete() fits it the same way predict() does."""
+    from lwm.bench.data import export_trajectories
+
     backend = MockBackend(context_window=1200)
-    wm = WorldModel(backend, cache=False, config=GenerateConfig(max_tokens=200))
-    session = long_session(20)
-    full = WorldModel(MockBackend(context_window=None), cache=False).build_prompt(session, Action(content=LS))
-    fitted = wm.fit_messages(full.messages)
-    assert fitted.messages == wm.build_prompt(session, Action(content=LS)).messages and fitted.dropped_turns > 0
-    wm.predict_sync(session, LS)
-    asyncio.run(wm.complete(full.messages))
-    assert backend.calls[-1] == backend.calls[-2]  # what complete() sent is what predict() sent
-    odd = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
-    assert wm.fit_messages(odd).messages == odd  # not a session layout: left alone
+    wm = WorldModel(backend, cache=False, compact=False, config=GenerateConfig(max_tokens=200))
+    session = long_session(20).extended(Action(content=LS), Observation(content="notes.txt"))
+    sample = export_trajectories([session])[-1]
+    before = session.model_copy(update={"turns": session.turns[:-1]})
+    observation = asyncio.run(wm.complete(sample.conversation()))
+    wm.predict_sync(before, LS)
+    assert backend.calls[-1] == backend.calls[-2] and observation.metadata["dropped_turns"] > 0
 
 
 def test_nothing_is_dropped_when_it_fits():

@@ -15,7 +15,8 @@ from typing import Any, Literal, TypeVar
 Kind = Literal["backend", "domain", "env", "metric", "explorer"]
 T = TypeVar("T")
 
-_BUILTIN_MODULES = ("lwm.domains", "lwm.backends", "lwm.envs", "lwm.envs.real", "lwm.collect.explorers")
+_BUILTIN_MODULES = ("lwm.domains", "lwm.backends", "lwm.envs", "lwm.envs.real", "lwm.collect.explorers",
+                    "lwm.bench.scorer")
 _parts: dict[str, dict[str, Any]] = {}
 _loaded = False
 

@@ -10,11 +10,13 @@ import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+TextId = Annotated[str, BeforeValidator(lambda value: str(value) if isinstance(value, int) else value)]
+"""A row id: text, though some published files write numbers."""
 
 
 class Action(BaseModel):

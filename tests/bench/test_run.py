@@ -13,12 +13,16 @@ from typer.testing import CliRunner
 
 from lwm.backends import GenerateConfig, MockBackend
 from lwm.bench.data import BenchSample, export_trajectories, load_samples, write_samples
-from lwm.bench.run import PREDICTIONS, read_rows, schedule
+from lwm.bench.run import JUDGED, PREDICTIONS, judgements, predictions, schedule
 from lwm.cli import app
 from lwm.testing.openai_server import ScriptedServer
 from tests.samples import trajectory
 
 runner = CliRunner()
+
+
+def read_rows(out: Path) -> dict[str, dict]:
+    return {i: row.model_dump(exclude_none=True) for i, row in predictions(out).by_id().items()}
 LWM = str(Path(sys.executable).parent / "lwm")
 
 
@@ -35,9 +39,9 @@ def test_export_and_load_round_trip(data):
     samples = load_samples(data)
     assert len(samples) == 18 and {s.domain for s in samples} == {"terminal", "mcp", "web"}
     second = next(s for s in samples if s.id == "terminal-0-t2")
-    roles = [m["role"] for m in second.messages()]
-    assert roles == ["system", "user", "assistant", "user"]
-    assert second.messages()[-1]["content"].startswith("### Turn 2") and second.reference.startswith("user@lwm")
+    messages = second.conversation().messages()
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[-1]["content"].startswith("### Turn 2") and second.reference.startswith("user@lwm")
 
 
 def test_bad_lines_are_named_and_skipped(data):
@@ -78,8 +82,27 @@ def test_server_errors_are_recorded_then_retried_on_rerun(data, tmp_path):
         assert "3 failed (rerun to retry)" in first.output
         second = runner.invoke(app, args)
     assert "resuming: 15 samples already predicted" in second.output
-    rows = read_rows(out / PREDICTIONS)
-    assert len(rows) == 18 and not any(r.get("error") for r in rows.values())
+    rows = read_rows(out)
+    assert len(rows) == 18 and not any(r.get("error_message") for r in rows.values())
+
+
+def test_a_sample_predicted_again_is_judged_again(data, tmp_path):
+    """A failed inference is judged as failed; once a rerun predicts it, judge scores the new answer."""
+    out = tmp_path / "run"
+    with ScriptedServer() as server:
+        server.inject("status", status=400, times=2)
+        args = ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "openai:scripted",
+                "--base-url", server.base_url, "--concurrency", "1"]
+        runner.invoke(app, args)
+        runner.invoke(app, ["bench", "judge", "--out", str(out)])
+        failed = {i for i, j in judgements(out).by_id().items() if j.failed}
+        assert len(failed) == 2
+        runner.invoke(app, args)
+    result = runner.invoke(app, ["bench", "judge", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    judged = judgements(out).by_id()
+    assert len(judged) == 18 and not any(j.failed for j in judged.values())
+    assert all(judged[i].gen for i in failed) and (out / JUDGED).read_text().count("\n") == 20
 
 
 def test_llm_judge_through_the_scripted_server(data, tmp_path):
@@ -96,6 +119,7 @@ def test_llm_judge_through_the_scripted_server(data, tmp_path):
     assert "Overall" in scores.output
 
 
+@pytest.mark.slow
 def test_a_killed_inference_resumes_without_redoing_or_losing_samples(data, tmp_path):
     out = tmp_path / "run"
     with ScriptedServer(latency=0.15) as server:
@@ -103,11 +127,11 @@ def test_a_killed_inference_resumes_without_redoing_or_losing_samples(data, tmp_
                "--base-url", server.base_url, "--concurrency", "2", "--no-cache"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(read_rows(out / PREDICTIONS)) < 6:
+        while time.monotonic() < deadline and len(read_rows(out)) < 6:
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        finished = read_rows(out / PREDICTIONS)
+        finished = read_rows(out)
         assert 6 <= len(finished) < 18
         # Requests the killed run sent may reach the server a little later on a loaded machine: let them land.
         settled = time.monotonic()
@@ -121,7 +145,7 @@ def test_a_killed_inference_resumes_without_redoing_or_losing_samples(data, tmp_
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
         assert f"resuming: {len(finished)} samples already predicted" in rerun.stdout
         assert len(server.requests) - served_before == 18 - len(finished)  # nothing finished was recomputed
-    rows = read_rows(out / PREDICTIONS)
+    rows = read_rows(out)
     assert len(rows) == 18 and all(rows[i] == finished[i] for i in finished)
 
 
@@ -135,11 +159,11 @@ def test_world_model_cache_makes_a_rerun_free(data, tmp_path):
     samples = load_samples(data)
     wm = WorldModel(backend, config=GenerateConfig())
     asyncio.run(infer(samples, wm, tmp_path / "a"))
-    distinct = len({json.dumps(s.messages()) for s in samples})  # equal trajectories share answers already
+    distinct = len({json.dumps(s.conversation().messages()) for s in samples})  # equal trajectories share answers already
     assert len(backend.calls) == distinct == 6
     asyncio.run(infer(samples, wm, tmp_path / "b"))
     assert len(backend.calls) == distinct
-    assert all(r["cached"] for r in read_rows(tmp_path / "b" / PREDICTIONS).values())
+    assert all(r["cached"] for r in read_rows(tmp_path / "b").values())
 
 
 SAMPLE_BENCH = Path(__file__).parents[2] / "data" / "bench-sample"

@@ -13,6 +13,7 @@ from lwm.backends import MockBackend
 from lwm.cli.shell import SimShell, split_screen
 from lwm.types import Trajectory
 from lwm.worldmodel import WorldModel
+from tests.waiting import wait_for as polled
 
 SCREENS = {
     "ls": "user@lwm:~$ ls\nnotes.txt  run.py\nuser@lwm:~$ ",
@@ -77,12 +78,7 @@ def test_real_terminal_session_in_tmux(tmp_path):
         return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
 
     def wait_for(text, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in screen():
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared:\n{screen()}")
+        assert polled(lambda: text in screen(), timeout), f"{text!r} never appeared:\n{screen()}"
 
     try:
         wait_for("user@lwm:~$")

@@ -4,14 +4,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.data import read_trajectories
 from tests.envs.real.conftest import needs_sandbox, needs_tmux
+from tests.waiting import wait_for
 
 runner = CliRunner()
 LWM = str(Path(sys.executable).parent / "lwm")
@@ -54,13 +55,12 @@ def test_unknown_domain_is_refused(tmp_path):
 
 @needs_sandbox
 @needs_tmux
+@pytest.mark.slow
 def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes(tmp_path):
     cmd = [LWM, "collect", "--domain", "terminal", "--episodes", "5", "--max-steps", "3", "--out", str(tmp_path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     store = tmp_path / "trajectories.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 2):
-        time.sleep(0.05)
+    wait_for(lambda: store.exists() and len(store.read_text().splitlines()) >= 2, 60)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     finished = store.read_text()
@@ -72,9 +72,10 @@ def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes
     after = store.read_text()
     assert after.startswith(finished)  # finished episodes are untouched, not recomputed
     assert sorted(t.id for t in read_trajectories(store)) == [f"terminal-s0-0000{i}" for i in range(5)]
-    time.sleep(1.5)  # the killed run's tmux server goes away with its watchdog
-    leftover = subprocess.run(["pgrep", "-f", f"while kill -0 {proc.pid} "], capture_output=True, text=True)
-    assert leftover.stdout.strip() == ""
+    def watchdogs() -> str:  # the killed run's tmux servers go away with their watchdogs
+        return subprocess.run(["pgrep", "-f", f"while kill -0 {proc.pid} "], capture_output=True, text=True).stdout
+
+    assert wait_for(lambda: not watchdogs().strip(), 15), watchdogs()
 
 
 @needs_sandbox
@@ -82,7 +83,7 @@ def test_collect_mcp_episodes_with_a_preset_server(tmp_path):
     from lwm.envs.real.mcp import NPM_BIN
 
     if not (NPM_BIN / "mcp-server-memory").exists():
-        import pytest
+
 
         pytest.skip("npm MCP servers not installed (make setup)")
     result = runner.invoke(app, ["collect", "--domain", "mcp", "--episodes", "2", "--max-steps", "4",
@@ -98,7 +99,7 @@ def test_collect_search_episodes(tmp_path, monkeypatch):
     from pathlib import Path
 
     if not Path("/usr/share/dictd/jargon.index").exists():
-        import pytest
+
 
         pytest.skip("dict-jargon not installed (make setup)")
     result = runner.invoke(app, ["collect", "--domain", "search", "--episodes", "2", "--max-steps", "6",
@@ -115,7 +116,7 @@ def test_collect_web_episodes(tmp_path):
     from lwm.envs.real.web import CHROMIUM
 
     if not Path(CHROMIUM).exists():
-        import pytest
+
 
         pytest.skip("chromium not installed (make setup)")
     result = runner.invoke(app, ["collect", "--domain", "web", "--episodes", "1", "--max-steps", "5",
@@ -127,6 +128,7 @@ def test_collect_web_episodes(tmp_path):
 
 
 @needs_sandbox
+@pytest.mark.slow
 def test_collect_as_ray_tasks(tmp_path):
     import pytest
 

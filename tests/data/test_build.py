@@ -49,7 +49,9 @@ def test_rl_rows_carry_prompt_reference_and_history():
     rows = list(rl_rows([t]))
     assert rows[1]["prompt"][-1]["content"].startswith("### Turn 2") and rows[1]["prompt"][-1]["role"] == "user"
     assert rows[1]["reference"] == t.turns[1].observation.content
-    assert rows[1]["history"] == t.turns[0].observation.content
+    from lwm.bench.data import export_trajectories
+
+    assert rows[1]["history"] == [list(pair) for pair in export_trajectories([t])[1].history]
 
 
 def test_cpt_packs_whole_trajectories_into_blocks():

@@ -1,21 +1,15 @@
-import json
-
 from lwm.data import TrajectoryStore, read_trajectories, write_trajectories
-from lwm.types import Action, Observation
 from tests.samples import trajectory
 
 
-def test_episode_is_written_step_by_step_then_finished(tmp_path):
+def test_finished_trajectories_are_appended_and_found_by_id(tmp_path):
     store = TrajectoryStore(tmp_path)
-    recorder = store.recorder(trajectory("terminal", 0))
-    for action, obs in [([{"keystrokes": "ls\n", "duration": 0.1}], "a"), ([{"keystrokes": "pwd\n", "duration": 0.1}], "b")]:
-        recorder.step(Action(content=action), Observation(content=obs))
-        lines = recorder.path.read_text().splitlines()  # flushed at once: a kill now loses nothing written
-        assert json.loads(lines[-1])["turn"]["observation"]["content"] == obs
-    assert store.finished_ids() == set()
-    finished = recorder.finish()
-    assert store.finished_ids() == {finished.id} and not recorder.path.exists()
-    assert [t.observation.content for t in next(iter(store)).turns] == ["a", "b"]
+    first, second = trajectory("terminal", 0), trajectory("mcp", 0)
+    store.append(first)
+    store.append(second)
+    store.close()
+    assert store.finished_ids() == {first.id, second.id}
+    assert [t.domain for t in store] == ["terminal", "mcp"]
 
 
 def test_unreadable_lines_are_reported_with_file_and_line_and_skipped(tmp_path):

@@ -38,7 +38,38 @@ def test_episode_records_the_trajectory():
     env.step(SAMPLES["terminal"][1][0])  # decoded content works too
     assert len(env.trajectory.turns) == 2
     assert env.trajectory.provenance.source == "simulated"
-    assert env.world_model.config.seed == 3
+    assert env.config.seed == 3 and env.world_model.config.seed == 0  # the episode's seed, not the shared model's
+
+
+def test_envs_sharing_a_world_model_sample_with_their_own_seeds():
+    seen = []
+
+    class Recording(MockBackend):
+        async def generate(self, messages, config):
+            seen.append(config.seed)
+            return await super().generate(messages, config)
+
+    wm = WorldModel(Recording(), cache=False)
+    first, second = SimEnv(wm, "terminal"), SimEnv(wm, "terminal")
+    first.reset(seed=1)
+    second.reset(seed=2)
+    first.step(SAMPLES["terminal"][0][0])
+    second.step(SAMPLES["terminal"][0][0])
+    assert seen == [1, 2] and wm.config.seed == 0
+
+
+def test_a_session_continues_from_a_trajectory():
+    env = make("terminal")
+    env.reset()
+    env.step(SAMPLES["terminal"][0][0])
+    earlier = env.trajectory
+    again = make("terminal")
+    obs, info = again.reset(options={"trajectory": earlier})
+    assert obs == earlier.turns[-1].observation.content and info["turn"] == 1
+    again.step(SAMPLES["terminal"][1][0])
+    assert again.trajectory.turns[0] == earlier.turns[0] and len(again.trajectory.turns) == 2
+    with pytest.raises(ValueError, match="cannot continue a terminal session"):
+        make("mcp").reset(options={"trajectory": earlier})
     env.reset()
     assert env.trajectory.turns == []
 

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 
+pytestmark = pytest.mark.slow  # trains or converts real models
+
 pytest.importorskip("peft")
 pytest.importorskip("gguf")
 pytest.importorskip("llama_cpp")

@@ -10,6 +10,8 @@ from lwm.data.build import build
 from lwm.train.config import SFTStageConfig, load_config
 from tests.samples import trajectory
 
+pytestmark = pytest.mark.slow  # trains or converts real models
+
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
@@ -17,7 +19,7 @@ pytest.importorskip("peft")
 def test_config_loading_names_unknown_and_missing_fields(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("data: x.jsonl\noutput_dir: out\nmax_step: 3\n")
-    with pytest.raises(ValueError, match="unknown config fields \\['max_step'\\]"):
+    with pytest.raises(ValueError, match="max_step.*neither SFTConfig fields nor lwm's"):
         load_config(SFTStageConfig, path)
     path.write_text("data: x.jsonl\n")
     with pytest.raises(ValueError, match="missing required fields \\['output_dir'\\]"):
@@ -29,7 +31,7 @@ def test_sft_trains_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     build("sft", [trajectory(d) for d in ("terminal", "mcp", "swe")], data, compact=True)
     config = tmp_path / "sft.yaml"
     config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "run"), "model": str(tiny_model_dir),
-                                  "max_steps": 2, "batch_size": 2, "max_length": 2048, "save_steps": 2,
+                                  "max_steps": 2, "per_device_train_batch_size": 2, "max_length": 2048, "save_steps": 2,
                                   "lora_target_modules": ["q_proj", "v_proj"]}))
     runner = CliRunner()
     first = runner.invoke(app, ["train", "sft", "--config", str(config)])
@@ -45,7 +47,7 @@ def test_cpt_trains_on_packed_text(tmp_path, tiny_model_dir):
     build("cpt", [trajectory(d) for d in ("terminal", "web")], data, block_chars=2000)
     config = tmp_path / "cpt.json"
     config.write_text(json.dumps({"data": str(data), "output_dir": str(tmp_path / "cpt"), "model": str(tiny_model_dir),
-                                  "max_steps": 2, "batch_size": 1, "max_length": 128, "save_steps": 2}))
+                                  "max_steps": 2, "per_device_train_batch_size": 1, "max_length": 128, "save_steps": 2}))
     result = CliRunner().invoke(app, ["train", "cpt", "--config", str(config)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "cpt" / "final" / "adapter_config.json").exists()
@@ -70,12 +72,12 @@ def test_a_later_stage_keeps_training_the_earlier_stage_adapter(tmp_path, tiny_m
     runner = CliRunner()
     first = tmp_path / "cpt.json"
     first.write_text(json.dumps({"data": str(cpt), "output_dir": str(tmp_path / "a"), "model": str(tiny_model_dir),
-                                 "max_steps": 1, "batch_size": 1, "max_length": 128, "lora_r": 4,
+                                 "max_steps": 1, "per_device_train_batch_size": 1, "max_length": 128, "lora_r": 4,
                                  "lora_target_modules": ["q_proj", "v_proj", "down_proj"]}))
     assert runner.invoke(app, ["train", "cpt", "--config", str(first)]).exit_code == 0
     second = tmp_path / "sft.json"
     second.write_text(json.dumps({"data": str(sft), "output_dir": str(tmp_path / "b"),
-                                  "model": str(tmp_path / "a" / "final"), "max_steps": 2, "batch_size": 1,
+                                  "model": str(tmp_path / "a" / "final"), "max_steps": 2, "per_device_train_batch_size": 1,
                                   "max_length": 2048, "learning_rate": 0.01}))
     result = runner.invoke(app, ["train", "sft", "--config", str(second)])
     assert result.exit_code == 0, result.output

@@ -9,23 +9,23 @@ then the current prompt; the real observation of turn ``turn_idx`` is the refere
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from lwm.backends import Message
+from lwm.conversation import Conversation, conversation
+from lwm.data.jsonl import JsonlFile
 from lwm.domains import get_domain
 from lwm.parsing import strip_marker
-from lwm.types import Trajectory
+from lwm.types import TextId, Trajectory
 
 
 class BenchSample(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     task: str
-    id: str
+    id: TextId
     prompt: list[str]
     response: list[str]
     current_prompt: str = ""
@@ -38,11 +38,6 @@ class BenchSample(BaseModel):
     def _listify(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _text_id(cls, value: object) -> object:
-        return str(value) if isinstance(value, int) else value
-
     @property
     def domain(self) -> str:
         return self.task.split("/")[-1]
@@ -51,24 +46,23 @@ class BenchSample(BaseModel):
     def index(self) -> int:
         return max(self.turn_idx - 1, 0)
 
-    def messages(self) -> list[Message]:
-        messages: list[Message] = [{"role": "system", "content": self.system_str}] if self.system_str else []
-        for j in range(min(self.index, len(self.prompt), len(self.response))):
-            messages += [{"role": "user", "content": self.prompt[j]},
-                         {"role": "assistant", "content": self.response[j]}]
-        current = self.current_prompt or (self.prompt[self.index] if self.index < len(self.prompt) else "")
-        messages.append({"role": "user", "content": current})
-        return messages
+    @property
+    def current(self) -> str:
+        """The action of this turn: ``current_prompt``, else the turn's own prompt."""
+        return self.current_prompt or (self.prompt[self.index] if self.index < len(self.prompt) else "")
+
+    @property
+    def history(self) -> list[tuple[str, str]]:
+        """The earlier turns as (action prompt, observation) pairs, as the model sees them."""
+        return list(zip(self.prompt[: self.index], self.response[: self.index], strict=False))
+
+    def conversation(self) -> Conversation:
+        return Conversation(self.system_str or None, self.history, self.current)
 
     @property
     def reference(self) -> str:
         """The real observation of this turn, without the ``**Environment Observation:**`` marker."""
         return strip_marker(self.response[self.index]) if self.index < len(self.response) else ""
-
-    @property
-    def history(self) -> list[tuple[str, str]]:
-        return list(zip(self.prompt[: self.index], (strip_marker(r) for r in self.response[: self.index]),
-                        strict=False))
 
     @property
     def prefix_key(self) -> str:
@@ -94,22 +88,15 @@ def load_samples(path: str | Path, problems: list[str] | None = None) -> list[Be
     samples: list[BenchSample] = []
     seen: set[str] = set()
     for file in sample_files(path):
-        with file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = BenchSample.model_validate(json.loads(line))
-                    if sample.index >= len(sample.response):
-                        raise ValueError(f"turn_idx {sample.turn_idx} has no response")
-                    if sample.id in seen:
-                        raise ValueError(f"duplicate id {sample.id!r}")
-                except ValueError as exc:
-                    if problems is not None:
-                        problems.append(f"{file}:{number}: skipped: {str(exc).splitlines()[0][:200]}")
-                    continue
-                seen.add(sample.id)
-                samples.append(sample)
+        for sample in JsonlFile(file, BenchSample).rows(problems):
+            reason = f"turn_idx {sample.turn_idx} has no response" if sample.index >= len(sample.response) else \
+                f"duplicate id {sample.id!r}" if sample.id in seen else None
+            if reason:
+                if problems is not None:
+                    problems.append(f"{file}: sample {sample.id}: skipped: {reason}")
+                continue
+            seen.add(sample.id)
+            samples.append(sample)
     return samples
 
 
@@ -117,14 +104,13 @@ def export_trajectories(trajectories: Iterable[Trajectory], compact: bool = Fals
     """One sample per turn, with the domain's full (or compact, for small models) system prompt."""
     samples = []
     for trajectory in trajectories:
-        domain = get_domain(trajectory.domain)
-        system = domain.system_prompt(trajectory.context, compact=compact)
-        prompts = [domain.render_action(t.action, i) for i, t in enumerate(trajectory.turns, start=1)]
-        responses = [domain.render_observation(t.observation.content) for t in trajectory.turns]
+        laid_out = conversation(get_domain(trajectory.domain), trajectory.context, trajectory.turns, compact=compact)
+        prompts = [user for user, _ in laid_out.pairs]
+        responses = [assistant for _, assistant in laid_out.pairs]
         for k in range(1, len(prompts) + 1):
             samples.append(BenchSample(task=trajectory.domain, id=f"{trajectory.id}-t{k}", prompt=prompts,
-                                       response=responses, current_prompt=prompts[k - 1], system_str=system,
-                                       turn_idx=k, total_turns=len(prompts)))
+                                       response=responses, current_prompt=prompts[k - 1],
+                                       system_str=laid_out.system or "", turn_idx=k, total_turns=len(prompts)))
     return samples
 
 
@@ -143,13 +129,8 @@ def spread(samples: list[BenchSample], per_domain: int) -> list[BenchSample]:
 
 def write_samples(samples: Iterable[BenchSample], out: str | Path) -> dict[str, int]:
     """``<domain>_test.jsonl`` files under ``out``; returns the count per domain."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     by_domain: dict[str, list[BenchSample]] = {}
     for sample in samples:
         by_domain.setdefault(sample.domain, []).append(sample)
-    for domain, items in by_domain.items():
-        with (out / f"{domain}_test.jsonl").open("w", encoding="utf-8") as handle:
-            for sample in items:
-                handle.write(sample.model_dump_json() + "\n")
-    return {d: len(v) for d, v in by_domain.items()}
+    return {domain: JsonlFile(Path(out) / f"{domain}_test.jsonl", BenchSample).write_all(items)
+            for domain, items in by_domain.items()}

@@ -1,18 +1,15 @@
-"""The LLM judge: messages in the published layout, and a tolerant parser of its verdict."""
+"""The LLM judge's request and the parser of its answer (``scorer.LLMJudge`` asks; this lays out and reads)."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
-from lwm.backends import Backend, BackendError, GenerateConfig, Message
+from lwm.backends import Message
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
-from lwm.domains import domain_names
 from lwm.parsing import extract_tag, split_reasoning
-from lwm.prompts import PromptSet
 
 JUDGE_USER = """{context}
 
@@ -35,11 +32,9 @@ consistency, realism, quality), each an integer from 1 to 5, and answer in <fina
 
 
 def judge_messages(sample: BenchSample, prediction: str, system_prompt: str) -> list[Message]:
-    history = "".join(f"{p}\n{r}\n\n" for p, r in zip(sample.prompt[: sample.index], sample.response[: sample.index],
-                                                       strict=False))
+    history = "".join(f"{p}\n{r}\n\n" for p, r in sample.history)
     context = f"# Context (Historical Interactions):\n\n{history}" if history else ""
-    current = sample.current_prompt or sample.prompt[sample.index]
-    user = JUDGE_USER.format(context=context, current=current, predicted=prediction, reference=sample.reference)
+    user = JUDGE_USER.format(context=context, current=sample.current, predicted=prediction, reference=sample.reference)
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user.strip()}]
 
 
@@ -85,25 +80,3 @@ def parse_verdict(raw: str) -> dict[str, Any]:
         scores[dim] = value
     return {"scores": scores, "total_score": sum(scores.values()) / len(scores),
             "strengths": data.get("strengths", []), "weaknesses": data.get("weaknesses", [])}
-
-
-async def llm_verdict(sample: BenchSample, prediction: str, backend: Backend, prompts_dir: str | Path | None,
-                       retries: int) -> dict[str, Any]:
-    """The judge's scores for one prediction, retried on failed calls and unparsable answers."""
-    system = PromptSet(sample.domain if sample.domain in domain_names() else "mcp", prompts_dir).judge()
-    messages = judge_messages(sample, prediction, system)
-    reason = ""
-    for attempt in range(retries):
-        try:
-            gen = await backend.generate(messages, GenerateConfig(temperature=0.6, seed=attempt, max_tokens=4096))
-            verdict = parse_verdict(gen.text)
-        except BackendError as exc:
-            reason = f"judge call failed: {exc}"
-            continue
-        except ValueError as exc:
-            reason = f"judge answer not parsed: {exc}"
-            continue
-        return {**verdict["scores"], "total_score": verdict["total_score"], "strengths": verdict["strengths"],
-                "weaknesses": verdict["weaknesses"], "failed": 0.0, "judge": backend.name,
-                "judge_raw_output": gen.text}
-    return {"failed": 1.0, "error_message": f"{reason} (after {retries} attempts)", "judge": backend.name}

@@ -6,18 +6,28 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from lwm.backends import BackendError, load_backend
+from lwm.backends import BackendError
 from lwm.bench.data import BenchSample, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.report import write_report
-from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judge, pending_inference, pending_judging, read_rows
+from lwm.bench.run import (
+    JUDGED,
+    PREDICTIONS,
+    SCORES,
+    judge,
+    judgements,
+    pending_inference,
+    pending_judging,
+    predictions,
+)
 from lwm.bench.run import infer as run_infer
 from lwm.bench.score import aggregate, compare_table, paired_differences, paired_table, score_table, side_by_side_table
+from lwm.bench.scorer import load_scorer
 from lwm.cli import options as o
 from lwm.data import read_trajectories
 
@@ -71,68 +81,90 @@ def _meta(out: Path, key: str, value: str | None = None) -> str | None:
     return meta.get(key)
 
 
-@bench_app.command("infer")
-def infer_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, base_url: o.BaseUrl = None,
-              api_key: o.ApiKey = None, temperature: o.Temperature = 0.0, seed: o.Seed = 0,
-              max_tokens: o.MaxTokens = 2048, concurrency: Concurrency = 16, no_cache: o.NoCache = False,
-              limit: Limit = None) -> None:
-    """Predict the observation of every sample (resumes: finished samples are kept)."""
-    samples = _samples(data, limit)
-    _meta(out, "data", str(data.resolve()))
-    wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, None, no_cache, concurrency)
+def _infer(samples: list[BenchSample], out: Path, options: o.ModelOptions, concurrency: int) -> None:
+    wm = options.world_model(concurrency)
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")
     progress, tick = _progress("infer", todo)
     with progress:
         asyncio.run(run_infer(samples, wm, out, concurrency, tick))
-    errors = sum(1 for r in read_rows(out / PREDICTIONS).values() if r.get("error"))
+    errors = sum(1 for r in predictions(out).by_id().values() if not r.ok)
     console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else ""))
+
+
+def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, **judge_options: Any) -> None:
+    try:
+        scorer = load_scorer(judge_spec) if judge_spec == "rules" else load_scorer(judge_spec, **judge_options)
+    except (BackendError, ValueError, KeyError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    progress, tick = _progress("judge", len(pending_judging(out)))
+    with progress:
+        asyncio.run(judge(samples, out, scorer, concurrency, tick))
+    console.print(f"judgements in {out / JUDGED}")
+
+
+def _score(out: Path, samples: dict[str, BenchSample] | None) -> None:
+    rows = list(_judged_rows(out).values())
+    if not rows:
+        raise typer.BadParameter(f"nothing judged in {out}: run lwm bench judge first")
+    scores = aggregate(rows)
+    (out / SCORES).write_text(json.dumps(scores, indent=2))
+    console.print(score_table(scores))
+    if samples is not None:
+        console.print(f"report: {write_report(out / 'report.html', scores, rows, samples)}")
+
+
+def _recorded_data(out: Path, data: Path | None) -> Path | None:
+    return data or (Path(recorded) if (recorded := _meta(out, "data")) else None)
+
+
+def _judged_rows(out: Path) -> dict[str, dict]:
+    return {i: row.model_dump(exclude_none=True) for i, row in judgements(out).by_id().items()}
+
+
+@bench_app.command("infer")
+@o.model_options(exclude=("prompts_dir",), max_tokens=2048)
+def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, *,
+              options: o.ModelOptions) -> None:
+    """Predict the observation of every sample (resumes: finished samples are kept)."""
+    samples = _samples(data, limit)
+    _meta(out, "data", str(data.resolve()))
+    _infer(samples, out, options, concurrency)
 
 
 @bench_app.command("judge")
 def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None, typer.Option(
               help="Benchmark data (default: the one infer used).")] = None, base_url: o.BaseUrl = None,
               api_key: o.ApiKey = None, concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None) -> None:
-    """Score every prediction with rules or an LLM judge (resumes: judged samples are kept)."""
-    source = data or (Path(_meta(out, "data")) if _meta(out, "data") else None)
+    """Score every prediction with rules or an LLM judge (resumes: judged samples are kept; a sample
+    predicted again since it was judged is judged again)."""
+    source = _recorded_data(out, data)
     if source is None:
         raise typer.BadParameter("no --data given and none recorded by infer in this run folder")
-    samples = {s.id: s for s in _samples(source)}
-    try:
-        backend = None if judge_spec == "rules" else load_backend(judge_spec, base_url=base_url, api_key=api_key)
-    except (BackendError, ValueError, KeyError) as exc:
-        raise typer.BadParameter(str(exc)) from None
-    progress, tick = _progress("judge", len(pending_judging(out)))
-    with progress:
-        asyncio.run(judge(samples, out, backend, concurrency, tick, prompts_dir))
-    console.print(f"judgements in {out / JUDGED}")
+    _judge({s.id: s for s in _samples(source)}, out, judge_spec, concurrency, prompts_dir=prompts_dir,
+           base_url=base_url, api_key=api_key)
 
 
 @bench_app.command("score")
 def score_cmd(out: Out, report: Annotated[bool, typer.Option(help="Also write report.html.")] = True) -> None:
     """Aggregate judged samples: the score table, scores.json and report.html."""
-    rows = list(read_rows(out / JUDGED).values())
-    if not rows:
-        raise typer.BadParameter(f"nothing judged in {out}: run lwm bench judge first")
-    scores = aggregate(rows)
-    (out / SCORES).write_text(json.dumps(scores, indent=2))
-    console.print(score_table(scores))
-    if report and _meta(out, "data"):
-        samples = {s.id: s for s in load_samples(Path(_meta(out, "data")))}
-        path = write_report(out / "report.html", scores, rows, samples)
-        console.print(f"report: {path}")
+    source = _recorded_data(out, None) if report else None
+    _score(out, {s.id: s for s in load_samples(source)} if source else None)
 
 
 @bench_app.command("run")
-def run_cmd(data: Data, out: Out, model: o.Model = o.DEFAULT_MODEL, judge_spec: Judge = "rules",
-            base_url: o.BaseUrl = None, api_key: o.ApiKey = None, temperature: o.Temperature = 0.0,
-            seed: o.Seed = 0, max_tokens: o.MaxTokens = 2048, concurrency: Concurrency = 16,
-            no_cache: o.NoCache = False, prompts_dir: o.PromptsDir = None, limit: Limit = None) -> None:
-    """infer, judge and score in one go."""
-    infer_cmd(data, out, model, base_url, api_key, temperature, seed, max_tokens, concurrency, no_cache, limit)
-    judge_cmd(out, judge_spec, data, base_url, api_key, concurrency, prompts_dir)
-    score_cmd(out)
+@o.model_options(exclude=("prompts_dir",), max_tokens=2048)
+def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Concurrency = 16,
+            prompts_dir: o.PromptsDir = None, limit: Limit = None, *, options: o.ModelOptions) -> None:
+    """infer, judge and score in one go (the data is read once)."""
+    samples = _samples(data, limit)
+    _meta(out, "data", str(data.resolve()))
+    by_id = {s.id: s for s in samples}
+    _infer(samples, out, options, concurrency)
+    _judge(by_id, out, judge_spec, concurrency, prompts_dir=prompts_dir, base_url=options.base_url,
+           api_key=options.api_key)
+    _score(out, by_id)
 
 
 @bench_app.command("compare")
@@ -150,7 +182,7 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
     if len(runs) == 2:
         console.print(compare_table(scores[0][1], scores[1][1], (scores[0][0], scores[1][0])))
     console.print(side_by_side_table(scores))
-    first, last = read_rows(runs[0] / JUDGED), read_rows(runs[-1] / JUDGED)
+    first, last = _judged_rows(runs[0]), _judged_rows(runs[-1])
     if first and last:
         console.print(paired_table(paired_differences(first, last), (runs[0].name, runs[-1].name)))
 

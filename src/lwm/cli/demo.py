@@ -16,13 +16,15 @@ from rich.table import Table
 
 from lwm.bench.data import export_trajectories
 from lwm.bench.report import write_report
-from lwm.bench.rules import DIMENSIONS, rule_scores
+from lwm.bench.rules import DIMENSIONS
 from lwm.bench.score import aggregate, score_table
+from lwm.bench.scorer import load_scorer
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.envs.real import TerminalEnv
 from lwm.envs.real.sandbox import SandboxUnavailable
 from lwm.types import Trajectory
+from lwm.worldmodel import run_sync
 
 COMMANDS = [
     "mkdir project && cd project",
@@ -51,13 +53,11 @@ def last_lines(text: str, count: int = 6) -> str:
     return "\n".join(text.splitlines()[-count:])
 
 
+@o.model_options(exclude=("prompts_dir",), max_tokens=160)
 def demo(
-    model: o.Model = o.DEFAULT_MODEL,
-    base_url: o.BaseUrl = None,
-    api_key: o.ApiKey = None,
-    max_tokens: o.MaxTokens = 160,
     out: Annotated[Path, typer.Option(help="Where the report goes.")] = Path("lwm-demo"),
-    no_cache: o.NoCache = False,
+    *,
+    options: o.ModelOptions,
 ) -> None:
     """Record a real terminal episode, predict every step with the world model, compare and score."""
     console = Console()
@@ -65,7 +65,8 @@ def demo(
         trajectory = record(console)
     except (SandboxUnavailable, RuntimeError) as exc:
         raise fail(f"the real terminal could not start: {exc}") from None
-    wm = o.make_world_model(model, base_url, api_key, 0.0, 0, max_tokens, None, no_cache)
+    wm = options.world_model()
+    scorer = load_scorer("rules")
     samples = {s.id: s for s in export_trajectories([trajectory])}
     rows = []
     table = Table(title=f"real terminal vs {wm.backend.name}", show_lines=True)
@@ -75,15 +76,14 @@ def demo(
         history = trajectory.model_copy(update={"turns": trajectory.turns[: k - 1]})
         with console.status(f"predicting step {k}/{len(trajectory.turns)}..."):
             try:
-                predicted = wm.predict_sync(history, turn.action)
+                predicted = wm.predict_sync(history, turn.action).content
             except Exception as exc:  # a model error is shown and the demo goes on
-                predicted = turn.observation.model_copy(update={"content": f"(no prediction: {exc})"})
-        past = "\n".join(t.observation.content for t in history.turns)
-        scores = rule_scores(predicted.content, turn.observation.content, past)
-        rows.append({"id": f"{trajectory.id}-t{k}", "task": "terminal", "prediction": predicted.content,
-                     "failed": 0.0, **scores})
-        table.add_row(str(k), COMMANDS[k - 1], last_lines(turn.observation.content), last_lines(predicted.content),
-                      f"{(scores['total_score'] - 1) / 4 * 100:.0f}")
+                predicted = f"(no prediction: {exc})"
+        sample = samples[f"{trajectory.id}-t{k}"]
+        verdict = run_sync(scorer.score(sample, predicted))
+        rows.append({"id": sample.id, "task": "terminal", "prediction": predicted, **verdict.scores()})
+        table.add_row(str(k), COMMANDS[k - 1], last_lines(turn.observation.content), last_lines(predicted),
+                      f"{verdict.reward * 100:.0f}")
     console.print(table)
     result = aggregate(rows)
     console.print(score_table(result, "rule scores (0-100)"))

@@ -1,15 +1,21 @@
-"""Options every model-using command shares, and the one place that turns them into a WorldModel."""
+"""The model options every model-using command shares, declared once: ``@model_options()`` adds them
+to a command's parameters and hands the command one ``ModelOptions``, which builds the WorldModel."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.worldmodel import WorldModel
 
+F = TypeVar("F", bound=Callable[..., Any])
 Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded, embedded:<path.gguf>, "
                                     "openai:<name>, transformers:<dir>, mock.", envvar="LWM_MODEL")]
 BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (or OPENAI_BASE_URL).")]
@@ -21,11 +27,48 @@ PromptsDir = Annotated[Path | None, typer.Option(help="Templates laid out as <di
                                                 "(Qwen-AgentWorld's prompts/ layout).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")]
 DEFAULT_MODEL = DEFAULT_SPEC
+_DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
+             "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache}
 
 
-def make_world_model(model: str, base_url: str | None, api_key: str | None, temperature: float, seed: int,
-                     max_tokens: int, prompts_dir: Path | None, no_cache: bool,
-                     concurrency: int | None = None) -> WorldModel:
-    config = GenerateConfig(temperature=temperature, seed=seed, max_tokens=max_tokens)
-    return WorldModel(model, config=config, cache=not no_cache, prompts_dir=prompts_dir,
-                      base_url=base_url, api_key=api_key, concurrency=concurrency)
+@dataclass(frozen=True)
+class ModelOptions:
+    """Which model, how to reach it, and how it samples."""
+
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 512
+    prompts_dir: Path | None = None
+    no_cache: bool = False
+
+    def world_model(self, concurrency: int | None = None) -> WorldModel:
+        config = GenerateConfig(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens)
+        return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
+                          base_url=self.base_url, api_key=self.api_key, concurrency=concurrency)
+
+
+def model_options(*, exclude: tuple[str, ...] = (), **defaults: Any) -> Callable[[F], F]:
+    """Give a typer command the model options (less ``exclude``; ``defaults`` override ModelOptions').
+    The command takes them as one keyword parameter, ``options: ModelOptions``."""
+    names = [f.name for f in fields(ModelOptions) if f.name not in exclude]
+    base = ModelOptions(**defaults)
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "options"]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=getattr(base, n), annotation=_DECLARED[n])
+                 for n in names]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            chosen = {n: kwargs.pop(n) for n in names if n in kwargs}
+            return command(*args, options=ModelOptions(**{**vars(base), **chosen}), **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[  # type: ignore[attr-defined]
+            *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *added])
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -21,6 +21,7 @@ from lwm.backends import BackendError
 from lwm.cli import options as o
 from lwm.cli.simulate import fail, load_state
 from lwm.domains import ActionError, get_domain
+from lwm.envs import RecordTrajectory, SimEnv
 from lwm.types import Trajectory
 from lwm.worldmodel import ContextOverflowError, WorldModel
 
@@ -40,14 +41,21 @@ def split_screen(previous: str, screen: str, typed: str) -> tuple[str, str | Non
 
 
 class SimShell:
+    """A ``SimEnv`` session (recorded by ``RecordTrajectory``, saved after every step) driven by typed lines."""
+
     def __init__(self, wm: WorldModel, trajectory: Trajectory, console: Console, save: Path | None = None):
-        self.wm, self.trajectory, self.console, self.save = wm, trajectory, console, save
+        self.wm, self.console = wm, console
         self.domain = get_domain(trajectory.domain)
+        self.env = RecordTrajectory(SimEnv(wm, self.domain), save=save, trajectory_id=trajectory.id)
+        self.screen, _ = self.env.reset(options={"trajectory": trajectory})
         self.terminal = self.domain.name == "terminal"
-        self.screen = trajectory.turns[-1].observation.content if trajectory.turns else \
-            (trajectory.context.initial_state or self.domain.initial_state)
         _, prompt = split_screen("", self.screen, "") if self.terminal else ("", None)
         self.prompt = prompt + (" " if not prompt.endswith(" ") else "") if prompt else self.domain.shell_prompt
+
+    @property
+    def trajectory(self) -> Trajectory:
+        assert self.env.trajectory is not None
+        return self.env.trajectory
 
     def banner(self) -> str:
         return (f"lwm shell - simulated {self.domain.title} via {self.wm.backend.name}. "
@@ -63,16 +71,13 @@ class SimShell:
             return f"lwm: {exc}"
         try:
             with self.console.status("simulating...", spinner="dots"):
-                observation = self.wm.predict_sync(self.trajectory, action)
+                observation, *_ = self.env.step(action)
         except (BackendError, ContextOverflowError) as exc:
             return f"lwm: {exc}"
-        self.trajectory = self.trajectory.extended(action, observation)
-        if self.save:
-            self.trajectory.save(self.save)  # after every step: a crash loses nothing
         if not self.terminal:
-            return observation.content
-        output, prompt = split_screen(self.screen, observation.content, line)
-        self.screen = observation.content
+            return observation
+        output, prompt = split_screen(self.screen, observation, line)
+        self.screen = observation
         if prompt:
             self.prompt = prompt if prompt.endswith(" ") else prompt + " "
         return output
@@ -105,25 +110,20 @@ def stdin_line(prompt: str) -> str:
     return line.rstrip("\n")
 
 
+@o.model_options()
 def shell(
     domain: Annotated[str, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = "terminal",
     tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context) for mcp/swe.")] = None,
     context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON to continue.")] = None,
     save: Annotated[Path | None, typer.Option(help="Write the session's trajectory here after every step.")] = None,
-    model: o.Model = o.DEFAULT_MODEL,
-    base_url: o.BaseUrl = None,
-    api_key: o.ApiKey = None,
-    temperature: o.Temperature = 0.0,
-    seed: o.Seed = 0,
-    max_tokens: o.MaxTokens = 512,
-    prompts_dir: o.PromptsDir = None,
-    no_cache: o.NoCache = False,
+    *,
+    options: o.ModelOptions,
 ) -> None:
     """Talk to a simulated environment interactively."""
     trajectory = load_state(None if history else domain, context or tools, history)
     try:
-        wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, prompts_dir, no_cache)
+        wm = options.world_model()
     except (BackendError, ValueError, KeyError) as exc:
         raise fail(str(exc)) from None
     console = Console(highlight=False)

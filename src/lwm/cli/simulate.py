@@ -35,27 +35,22 @@ def load_state(domain: str | None, context: Path | None, history: Path | None) -
     return trajectory
 
 
+@o.model_options()
 def simulate(
     action: Annotated[str, typer.Option(help="The action in the domain's format ('-' reads stdin).")],
     domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = None,
     context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON whose turns come before the action.")] = None,
-    model: o.Model = o.DEFAULT_MODEL,
-    base_url: o.BaseUrl = None,
-    api_key: o.ApiKey = None,
-    temperature: o.Temperature = 0.0,
-    seed: o.Seed = 0,
-    max_tokens: o.MaxTokens = 512,
-    prompts_dir: o.PromptsDir = None,
-    no_cache: o.NoCache = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    *,
+    options: o.ModelOptions,
 ) -> None:
     """Predict the environment's next observation after ACTION."""
     trajectory = load_state(domain, context, history)
     text = sys.stdin.read() if action == "-" else action
     try:
         parsed = get_domain(trajectory.domain).action_from_text(text)
-        wm = o.make_world_model(model, base_url, api_key, temperature, seed, max_tokens, prompts_dir, no_cache)
+        wm = options.world_model()
         observation = wm.predict_sync(trajectory, parsed)
     except ActionError as exc:
         raise fail(str(exc), 2) from None

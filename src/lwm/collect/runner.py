@@ -17,9 +17,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from gymnasium.wrappers import TimeLimit
+
 from lwm.data.store import TrajectoryStore
+from lwm.envs.record import RecordTrajectory
 from lwm.registry import get
-from lwm.types import Trajectory
 
 
 @dataclass(frozen=True)
@@ -55,35 +57,36 @@ class EpisodeResult:
     error: str | None = None
 
 
-def run_episode(spec: EpisodeSpec) -> EpisodeResult:
-    """One episode: a fresh real environment, an explorer, ``max_steps`` steps, each recorded."""
-    started = time.monotonic()
-    env = get("env", spec.domain)(**spec.env_options)
+def make_policy(spec: EpisodeSpec) -> Any:
+    """The episode's actor: the domain's heuristic explorer, or an LLM agent (``agent:<model spec>``)."""
     if spec.policy.startswith("agent:"):
         from lwm.collect.agent import AgentPolicy
 
-        explorer = AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
-                               **spec.policy_options)
-    else:
-        explorer = get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
+        return AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
+                           **spec.policy_options)
+    return get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
+
+
+def run_episode(spec: EpisodeSpec) -> EpisodeResult:
+    """One episode: a fresh real environment, a policy, at most ``max_steps`` steps, recorded by
+    ``RecordTrajectory`` into the collection. Any failure (building the env or the policy included)
+    ends this episode with an error, never the collection."""
+    started = time.monotonic()
+    env = None
     try:
-        obs, _ = env.reset(seed=spec.episode_seed)
-        explorer.start(random.Random(spec.episode_seed), env.context, obs)
-        base = env.trajectory
-        provenance = base.provenance.model_copy(update={"extra": {
-            **base.provenance.extra, "explorer": explorer.name, "seed": spec.seed, "episode": spec.index,
-            "lwm": version("lwm"), "initial_observation": obs}})
-        trajectory = Trajectory(id=spec.id, domain=spec.domain, context=env.context, provenance=provenance)
-        recorder = TrajectoryStore(spec.out).recorder(trajectory)
-        for _ in range(spec.max_steps):
-            obs, _, terminated, truncated, info = env.step(explorer.act(obs))
-            if "invalid_action" not in info:
-                turn = env.trajectory.turns[-1]
-                recorder.step(turn.action, turn.observation)
-            if terminated or truncated:
-                break
-        recorder.finish()
-        return EpisodeResult(spec.id, len(recorder.trajectory.turns), time.monotonic() - started)
+        env = get("env", spec.domain)(**spec.env_options)
+        policy = make_policy(spec)
+        store = TrajectoryStore(spec.out)
+        recorded = RecordTrajectory(TimeLimit(env, spec.max_steps), store, trajectory_id=spec.id, provenance={
+            "explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm")})
+        obs, _ = recorded.reset(seed=spec.episode_seed)
+        policy.start(random.Random(spec.episode_seed), env.context, obs)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, _, terminated, truncated, _ = recorded.step(policy.act(obs))
+        store.close()
+        assert recorded.trajectory is not None
+        return EpisodeResult(spec.id, len(recorded.trajectory.turns), time.monotonic() - started)
     except Exception as exc:  # one broken episode must not stop the collection
         return EpisodeResult(spec.id, 0, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
     finally:
@@ -96,6 +99,8 @@ def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
          env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15, tag: str = "",
          policy: str = "explorer", policy_options: dict[str, Any] | None = None) -> tuple[list[EpisodeSpec], int]:
     """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1 (got {max_steps}): an episode of no steps records nothing")
     done = TrajectoryStore(out).finished_ids()
     specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate, tag, policy,
                          policy_options or {}) for i in range(episodes)]

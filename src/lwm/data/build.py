@@ -6,8 +6,9 @@
   earlier turns as user/assistant pairs, the action), answered by the tagged real observation, with the
   source's reasoning in ``<think>`` when it has one: ``{"prompt": [...], "completion": [...]}`` (TRL's
   conversational prompt-completion format, so the loss falls on the observation only).
-- RL: the same prompts without the answer, plus the real observation and the history text the rule
-  reward needs: ``{"prompt": [...], "reference": ..., "history": ...}`` (TRL GRPO's prompt column).
+- RL: the same prompts without the answer, plus the real observation and the turn's whole history as
+  (action, observation) pairs, which the reward's scorer reads as the benchmark reads a sample:
+  ``{"prompt": [...], "reference": ..., "history": [[user, assistant], ...]}`` (TRL GRPO's prompt column).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from lwm.backends import MockBackend
+from lwm.conversation import MESSAGE_OVERHEAD, Budget, ContextOverflowError, Conversation, conversation, fit
 from lwm.domains import get_domain
 from lwm.types import Trajectory
-from lwm.worldmodel import MESSAGE_OVERHEAD, ContextOverflowError, WorldModel
 
 Stage = Literal["cpt", "sft", "rl"]
 SEPARATOR = "\n\n<|end_of_trajectory|>\n\n"
@@ -32,23 +33,18 @@ class HeldOutLeak(ValueError):
     """A held-out trajectory reached a training set."""
 
 
-def _layout(compact: bool, max_tokens: int | None = None) -> WorldModel:
-    """A WorldModel used only for its message layout, with no cache. With ``max_tokens`` it counts tokens
-    with the packaged model's tokenizer and keeps each row inside that many tokens (oldest turns dropped,
-    as at inference); without, nothing is dropped."""
+def _counter(max_tokens: int | None) -> Callable[[str], int]:
+    """Token counts by the packaged model's tokenizer when rows must fit ``max_tokens``; else a cheap
+    estimate (nothing is dropped then, so the count is only informative)."""
     if max_tokens is None:
-        return WorldModel(MockBackend(context_window=None), cache=False, compact=compact)
+        return Budget().count
     from lwm.backends.embedded import EmbeddedBackend
 
-    return WorldModel(EmbeddedBackend(n_ctx=max_tokens), cache=False, compact=compact)
+    return lru_cache(maxsize=8192)(EmbeddedBackend(n_ctx=max_tokens).count_tokens)
 
 
 def trajectory_text(trajectory: Trajectory) -> str:
-    domain = get_domain(trajectory.domain)
-    parts = [domain.system_prompt(trajectory.context)]
-    for k, turn in enumerate(trajectory.turns, start=1):
-        parts += [domain.render_action(turn.action, k), domain.render_observation(turn.observation.content)]
-    return "\n\n".join(parts)
+    return conversation(get_domain(trajectory.domain), trajectory.context, trajectory.turns).text()
 
 
 def cpt_rows(trajectories: Iterable[Trajectory], block_chars: int = 8000) -> Iterator[dict[str, Any]]:
@@ -72,19 +68,18 @@ def _answer(turn: Any) -> str:
 
 
 def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int | None = None,
-             skipped: list[str] | None = None) -> Iterator[tuple[Trajectory, int, list]]:
-    """Each turn's prompt. Under a token budget, the answer's tokens (up to half the budget; a longer
-    answer is cut by the trainer) are reserved, and a turn whose system prompt and action alone do not
-    fit is skipped and named in ``skipped``."""
-    layout = _layout(compact, max_tokens)
+             skipped: list[str] | None = None) -> Iterator[tuple[Trajectory, int, Conversation, list]]:
+    """Each turn's conversation and its messages, laid out as at inference. Under a token budget, the
+    answer's tokens (up to half the budget; a longer answer is cut by the trainer) are reserved, and a
+    turn whose system prompt and action alone do not fit is skipped and named in ``skipped``."""
+    count = _counter(max_tokens)
     for trajectory in trajectories:
+        domain = get_domain(trajectory.domain)
         for k, turn in enumerate(trajectory.turns):
-            history = trajectory.model_copy(update={"turns": trajectory.turns[:k]})
-            reserve = None
-            if max_tokens is not None:
-                reserve = min(layout.backend.count_tokens(_answer(turn)) + MESSAGE_OVERHEAD, max_tokens // 2)
+            laid_out = conversation(domain, trajectory.context, trajectory.turns[:k], turn.action, compact=compact)
+            reserve = 0 if max_tokens is None else min(count(_answer(turn)) + MESSAGE_OVERHEAD, max_tokens // 2)
             try:
-                yield trajectory, k, layout.build_prompt(history, turn.action, reserve=reserve).messages
+                yield trajectory, k, laid_out, fit(laid_out, Budget(max_tokens, reserve, count)).messages
             except ContextOverflowError:
                 if skipped is not None:
                     skipped.append(f"{trajectory.id}-t{k + 1}")
@@ -92,7 +87,7 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
 
 def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
              skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
-    for trajectory, k, messages in _prompts(trajectories, compact, max_tokens, skipped):
+    for trajectory, k, _, messages in _prompts(trajectories, compact, max_tokens, skipped):
         turn = trajectory.turns[k]
         yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
                "completion": [{"role": "assistant", "content": _answer(turn)}]}
@@ -100,10 +95,12 @@ def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_toke
 
 def rl_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
             skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
-    for trajectory, k, messages in _prompts(trajectories, compact, max_tokens, skipped):
-        history = "\n".join(t.observation.content for t in trajectory.turns[:k])
+    """The prompt to sample from, plus what the reward scores against: the real observation and the
+    whole history (every earlier pair, as the benchmark sample of this turn holds it)."""
+    for trajectory, k, laid_out, messages in _prompts(trajectories, compact, max_tokens, skipped):
         yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
-               "reference": trajectory.turns[k].observation.content, "history": history}
+               "reference": trajectory.turns[k].observation.content,
+               "history": [list(pair) for pair in laid_out.pairs]}
 
 
 def check_no_leak(trajectories: list[Trajectory], heldout_ids: set[str]) -> None:

@@ -1,23 +1,27 @@
-"""Stage configs: one self-contained, documented dataclass per stage, loadable from YAML or JSON."""
+"""Stage configs: lwm's own fields (data, model, LoRA, rewards) in a documented dataclass per stage,
+and every trainer setting in TRL's own config class (``SFTConfig``, ``GRPOConfig``), parsed by TRL.
+
+A YAML or JSON config is flat: keys lwm knows go to the dataclass, any other key must be a field of the
+stage's TRL config (``max_steps``, ``per_device_train_batch_size``, ``learning_rate``, ``warmup_ratio`` ...)
+and is checked by TRL's own parser, so every TRL option works and a misspelt one is named.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T")
+CPU = {"report_to": [], "use_cpu": True, "bf16": False, "fp16": False, "dataloader_num_workers": 0,
+       "save_total_limit": 2}
+"""Settings lwm always sets for TRL: fp32 on CPU (pure bf16 did not learn), no trackers, two checkpoints."""
 
 
 @dataclass
-class SFTStageConfig:
-    """Supervised fine-tuning on next-observation prediction (rows from ``lwm data build --stage sft``).
-
-    The same config serves continual pre-training (``lwm train cpt``) on ``--stage cpt`` rows ('text').
-    """
-
-    data: str = field(metadata={"help": "JSONL from lwm data build: prompt/completion (sft) or 'text' (cpt) rows."})
+class StageConfig:
+    data: str = field(metadata={"help": "JSONL from lwm data build for this stage."})
     output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
     model: str = field(default="smollm2", metadata={
         "help": "Base model: 'smollm2' (the packaged GGUF, converted once and cached), a local HF folder, or an "
@@ -27,20 +31,66 @@ class SFTStageConfig:
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling."})
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"], metadata={
         "help": "Modules that get adapters; few modules keep the adapter small."})
-    max_steps: int = field(default=100, metadata={"help": "Optimizer steps."})
-    batch_size: int = field(default=4, metadata={"help": "Per-device batch size."})
-    learning_rate: float = field(default=2e-4, metadata={"help": "Peak learning rate."})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "Recompute activations in the backward pass: less memory, ~30% slower (TRL's default is on)."})
-    max_length: int = field(default=1024, metadata={"help": "Tokens per sample; longer ones are truncated."})
-    seed: int = field(default=0, metadata={"help": "Seed for data order and initialisation."})
-    save_steps: int = field(default=50, metadata={"help": "Checkpoint every N steps (for resuming)."})
-    logging_steps: int = field(default=5, metadata={"help": "Log loss every N steps."})
     resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    trainer: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "Fields of the stage's TRL config (SFTConfig / GRPOConfig), over lwm's defaults for it."})
+
+    trl_defaults: ClassVar[dict[str, Any]] = {}
+    trl_class: ClassVar[str] = ""
+
+    def trl_config_class(self) -> type:
+        import trl
+
+        return getattr(trl, self.trl_class)
+
+    def trl_args(self, **fixed: Any) -> Any:
+        """The TRL config: lwm's defaults, then this config's ``trainer`` fields, then ``fixed``; TRL's
+        parser rejects any field it does not know."""
+        from transformers import HfArgumentParser
+
+        defaults = dict(self.trl_defaults)
+        if "gradient_checkpointing" in self.trainer:  # the deprecated spelling, set by the user, wins
+            defaults.pop("activation_checkpointing", None)
+        values = {**CPU, **defaults, **self.trainer, "output_dir": self.output_dir, **fixed}
+        (args,) = HfArgumentParser(self.trl_config_class()).parse_dict(values, allow_extra_keys=False)
+        return args
+
+    @property
+    def seed(self) -> int:
+        return int(self.trainer.get("seed", self.trl_defaults.get("seed", 0)))
+
+
+@dataclass
+class SFTStageConfig(StageConfig):
+    """Supervised fine-tuning on next-observation prediction (rows from ``lwm data build --stage sft``).
+
+    The same config serves continual pre-training (``lwm train cpt``) on ``--stage cpt`` rows ('text')."""
+
+    trl_class: ClassVar[str] = "SFTConfig"
+    trl_defaults: ClassVar[dict[str, Any]] = {
+        "max_steps": 100, "per_device_train_batch_size": 4, "learning_rate": 2e-4, "max_length": 1024, "seed": 0,
+        "save_steps": 50, "logging_steps": 5,
+        "activation_checkpointing": False}  # TRL's default is on: less memory, ~30% slower on CPU
+
+
+@dataclass
+class RLStageConfig(StageConfig):
+    """RL for simulation fidelity with TRL's GRPOTrainer; the reward is the benchmark's rule metrics."""
+
+    rule_weight: float = field(default=1.0, metadata={"help": "Weight of the rule-metric reward (0-1 scale)."})
+    judge_weight: float = field(default=0.0, metadata={"help": "Weight of an LLM judge's rubric reward "
+                                                               "(needs judge_model)."})
+    judge_model: str | None = field(default=None, metadata={"help": "Model spec of the LLM judge, if any."})
+
+    trl_class: ClassVar[str] = "GRPOConfig"
+    trl_defaults: ClassVar[dict[str, Any]] = {
+        "max_steps": 50, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 64,
+        "learning_rate": 1e-5, "seed": 0, "save_steps": 25, "logging_steps": 5, "activation_checkpointing": False}
 
 
 def load_config(cls: type[T], path: str | Path, **overrides: Any) -> T:
-    """A stage config from YAML or JSON, with ``key=value`` overrides; unknown keys are an error."""
+    """A stage config from YAML or JSON, with ``key=value`` overrides; lwm's keys fill the dataclass, the
+    rest go to TRL's config class, and TRL names any it does not know."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):
@@ -49,45 +99,19 @@ def load_config(cls: type[T], path: str | Path, **overrides: Any) -> T:
         data = yaml.safe_load(text) or {}
     else:
         data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config is a mapping of field: value")
     data.update(overrides)
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    unknown = set(data) - known
-    if unknown:
-        raise ValueError(f"{path}: unknown config fields {sorted(unknown)}; known: {sorted(known)}")
     missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING  # type: ignore
                and f.name not in data]
     if missing:
         raise ValueError(f"{path}: missing required fields {missing}")
-    return cls(**data)
-
-
-@dataclass
-class RLStageConfig:
-    """RL for simulation fidelity with TRL's GRPOTrainer; the reward is the benchmark's rule metrics."""
-
-    data: str = field(metadata={"help": "RL JSONL (lwm data build --stage rl): prompt, reference, history."})
-    output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
-    model: str = field(default="smollm2", metadata={
-        "help": "Base or SFT model: 'smollm2', a local HF folder, or the SFT stage's LoRA folder (output_dir/final), "
-                "whose adapter then keeps training."})
-    lora: bool = field(default=True, metadata={"help": "Train a LoRA adapter instead of all weights."})
-    lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
-    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling."})
-    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"], metadata={
-        "help": "Modules that get adapters."})
-    max_steps: int = field(default=50, metadata={"help": "Optimizer steps."})
-    batch_size: int = field(default=4, metadata={"help": "Prompts x generations per device batch (a multiple "
-                                                          "of num_generations)."})
-    num_generations: int = field(default=4, metadata={"help": "Completions sampled per prompt (the GRPO group)."})
-    max_completion_length: int = field(default=64, metadata={"help": "Tokens per sampled completion."})
-    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "Recompute activations in the backward pass: less memory, ~30% slower (TRL's default is on)."})
-    rule_weight: float = field(default=1.0, metadata={"help": "Weight of the rule-metric reward (0-1 scale)."})
-    judge_weight: float = field(default=0.0, metadata={"help": "Weight of an LLM judge's rubric reward "
-                                                               "(needs judge_model)."})
-    judge_model: str | None = field(default=None, metadata={"help": "Model spec of the LLM judge, if any."})
-    seed: int = field(default=0, metadata={"help": "Seed."})
-    save_steps: int = field(default=25, metadata={"help": "Checkpoint every N steps."})
-    logging_steps: int = field(default=5, metadata={"help": "Log every N steps."})
-    resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    trainer = {**data.pop("trainer", {}), **{k: data.pop(k) for k in list(data) if k not in known}}
+    config = cls(**data, trainer=trainer)
+    try:
+        config.trl_args()  # type: ignore[attr-defined]
+    except ValueError as exc:  # HfArgumentParser: "Some keys are not used by the HfArgumentParser: [...]"
+        raise ValueError(f"{path}: {exc} (neither {cls.trl_class} fields nor lwm's: "  # type: ignore[attr-defined]
+                         f"{sorted(known - {'trainer'})})") from None
+    return config

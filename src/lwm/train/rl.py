@@ -1,8 +1,9 @@
 """Stage 3, RL: GRPO (TRL) rewarded by simulation fidelity.
 
 The reward is the hybrid the reference system uses: the benchmark's rule metrics (total, mapped to 0-1)
-weighted by ``rule_weight``, plus optionally an LLM judge's rubric score weighted by ``judge_weight``.
-Rewards are plain functions ``(completions, **columns) -> list[float]``, as TRL expects.
+weighted by ``rule_weight``, plus optionally an LLM judge's rubric score weighted by ``judge_weight``;
+both are the benchmark's Scorers reading the row as the benchmark sample of its turn. Rewards are plain
+functions ``(completions, **columns) -> list[float]``, as TRL expects.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from lwm.bench.data import BenchSample
-from lwm.bench.judge import llm_verdict
-from lwm.bench.rules import rule_scores
+from lwm.bench.scorer import Scorer, load_scorer
 from lwm.parsing import parse_answer
 from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import RLStageConfig
+from lwm.worldmodel import run_sync
 
 log = logging.getLogger(__name__)
 
@@ -29,77 +30,61 @@ def _text(completion: Any) -> str:
     return str(completion)
 
 
-def rule_reward(completions: list[Any], reference: list[str], history: list[str], **_: Any) -> list[float]:
-    """Rule-metric total of each parsed completion against the real observation, on a 0-1 scale."""
-    return [(rule_scores(parse_answer(_text(c)).content, ref, hist)["total_score"] - 1) / 4
-            for c, ref, hist in zip(completions, reference, history, strict=True)]
+def sample_from_row(prompt: list[dict[str, str]], history: list[list[str]], reference: str, domain: str,
+                    row_id: str = "rl") -> BenchSample:
+    """An RL row (prompt, whole history, real observation) as the benchmark sample of that turn, so the
+    reward is scored exactly as the benchmark scores the same prediction."""
+    system = prompt[0]["content"] if prompt and prompt[0]["role"] == "system" else ""
+    current = prompt[-1]["content"] if prompt else ""
+    return BenchSample(task=domain, id=row_id, prompt=[u for u, _ in history] + [current],
+                       response=[a for _, a in history] + [reference], current_prompt=current, system_str=system,
+                       turn_idx=len(history) + 1)
 
 
-def sample_from_prompt(messages: list[dict[str, str]], reference: str, domain: str, row_id: str = "rl") -> BenchSample:
-    """An RL row's prompt (system, earlier turns, action) as the benchmark sample the judge reads."""
-    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-    body = messages[1:] if system else messages
-    users = [m["content"] for m in body if m["role"] == "user"]
-    answers = [m["content"] for m in body if m["role"] == "assistant"]
-    return BenchSample(task=domain, id=row_id, prompt=users, response=[*answers, reference],
-                       current_prompt=users[-1] if users else "", system_str=system, turn_idx=len(users))
+def scorer_reward(scorer: Scorer, concurrency: int = 8) -> Callable[..., list[float]]:
+    """A TRL reward function: each parsed completion's verdict by ``scorer`` on a 0-1 scale.
 
+    A completion the scorer fails on gets 0 and is logged, so one bad judge answer neither stops
+    training nor rewards the policy."""
 
-def judge_reward_for(spec: str, concurrency: int = 8, retries: int = 3,
-                     prompts_dir: str | None = None) -> Callable[..., list[float]]:
-    """A TRL reward function asking the LLM judge ``spec`` for its rubric total (1-5, mapped to 0-1).
-
-    A completion the judge fails to score (after ``retries``) gets 0 and is counted in the log, so one bad
-    judge answer neither stops training nor rewards the policy."""
-    from lwm.backends import load_backend
-    from lwm.worldmodel import run_sync
-
-    backend = load_backend(spec)
-
-    async def score(limit: asyncio.Semaphore, prompt: list[dict[str, str]], completion: Any, reference: str,
-                    domain: str) -> float:
+    async def score(limit: asyncio.Semaphore, sample: BenchSample, completion: Any) -> float:
         async with limit:
-            verdict = await llm_verdict(sample_from_prompt(prompt, reference, domain),
-                                        parse_answer(_text(completion)).content, backend, prompts_dir, retries)
-        if verdict["failed"]:
-            log.warning("judge reward: %s", verdict["error_message"])
-            return 0.0
-        return (float(verdict["total_score"]) - 1) / 4
+            verdict = await scorer.score(sample, parse_answer(_text(completion)).content)
+        if verdict.failed:
+            log.warning("%s reward: %s", scorer.name, verdict.error_message)
+        return verdict.reward
 
-    def judge_reward(prompts: list[Any], completions: list[Any], reference: list[str], domain: list[str],
-                     **_: Any) -> list[float]:
+    def reward(prompts: list[Any], completions: list[Any], reference: list[str], history: list[Any],
+               domain: list[str], **_: Any) -> list[float]:
         async def every() -> list[float]:
             limit = asyncio.Semaphore(concurrency)  # made in the loop that uses it
-            return list(await asyncio.gather(*(score(limit, p, c, r, d) for p, c, r, d in
-                                               zip(prompts, completions, reference, domain, strict=True))))
+            return list(await asyncio.gather(*(score(limit, sample_from_row(p, h, r, d), c) for p, c, r, h, d in
+                                               zip(prompts, completions, reference, history, domain, strict=True))))
         return run_sync(every())
 
-    return judge_reward
+    reward.__name__ = f"{scorer.name}_reward"  # TRL logs each reward by its function's name
+    return reward
 
 
 def train_rl(config: RLStageConfig) -> dict[str, Any]:
-    from datasets import load_dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from datasets import Value, load_dataset
+    from trl import GRPOTrainer
 
     if config.judge_weight and not config.judge_model:
         raise ValueError("judge_weight is set but no judge_model is given")
-    rewards: list[Callable[..., list[float]]] = [rule_reward]
+    rewards = [scorer_reward(load_scorer("rules"))]
     weights = [config.rule_weight]
     if config.judge_weight:
-        rewards.append(judge_reward_for(config.judge_model or ""))
+        rewards.append(scorer_reward(load_scorer(config.judge_model or "")))
         weights.append(config.judge_weight)
     model, tokenizer = load_model(config.model, config.seed)
-    dataset = load_dataset("json", data_files=config.data, split="train").select_columns(
-        ["prompt", "reference", "history", "domain"])
+    dataset = load_dataset("json", data_files=config.data, split="train")
+    if isinstance(dataset.features.get("history"), Value):
+        raise ValueError(f"{config.data}: built by an older lwm (history as text); rebuild it with lwm data build "
+                         "--stage rl")
+    dataset = dataset.select_columns(["prompt", "reference", "history", "domain"])
     output_dir = Path(config.output_dir)
-    args = GRPOConfig(
-        output_dir=str(output_dir), max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
-        num_generations=config.num_generations, max_completion_length=config.max_completion_length,
-        learning_rate=config.learning_rate, seed=config.seed, save_steps=config.save_steps,
-        logging_steps=config.logging_steps, report_to=[], use_cpu=True, bf16=False, fp16=False,
-        reward_weights=weights, save_total_limit=2,
-        gradient_checkpointing=config.gradient_checkpointing, dataloader_num_workers=0,
-    )
+    args = config.trl_args(reward_weights=weights)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config, model))
     return train_and_save(trainer, tokenizer, output_dir, config.resume)

@@ -22,7 +22,7 @@ def train_sft(config: SFTStageConfig, column: str = "completion") -> dict[str, A
     ``column`` is 'completion' for SFT (prompt-completion rows: loss on the observation only) or 'text'
     for CPT (packed plain text: loss everywhere)."""
     from datasets import load_dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     model, tokenizer = load_model(config.model, config.seed)
     dataset = load_dataset("json", data_files=config.data, split="train")
@@ -31,17 +31,11 @@ def train_sft(config: SFTStageConfig, column: str = "completion") -> dict[str, A
                          f"--stage {'sft' if column == 'completion' else 'cpt'}")
     dataset = dataset.select_columns(["prompt", column] if column == "completion" else [column])
     output_dir = Path(config.output_dir)
-    args = SFTConfig(
-        output_dir=str(output_dir), max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
-        learning_rate=config.learning_rate, max_length=config.max_length, seed=config.seed,
-        save_steps=config.save_steps, logging_steps=config.logging_steps, report_to=[], use_cpu=True,
-        bf16=False, fp16=False, assistant_only_loss=False, completion_only_loss=True, save_total_limit=2,
-        gradient_checkpointing=config.gradient_checkpointing,
-        dataloader_num_workers=0, packing=column == "text", dataset_text_field="text",
-    )
+    args = config.trl_args(assistant_only_loss=False, completion_only_loss=True, packing=column == "text",
+                           dataset_text_field="text")
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          peft_config=lora_config(config, model))
     if len(trainer.train_dataset) == 0:
-        raise ValueError(f"{config.data}: every row lost its answer to truncation at max_length={config.max_length}; "
+        raise ValueError(f"{config.data}: every row lost its answer to truncation at max_length={args.max_length}; "
                          "raise max_length or build the rows with lwm data build --max-tokens")
     return train_and_save(trainer, tokenizer, output_dir, config.resume)

@@ -251,6 +251,7 @@ def lwm_files() -> set[str]:
 
 @needs_tmux
 @pytest.mark.skipif(not ROOT, reason="the processes are counted by the episodes' own uids (lwm as root)")
+@pytest.mark.slow
 def test_a_killed_collector_leaves_no_processes_or_files(tmp_path):
     before = lwm_files()
     proc = subprocess.Popen([sys.executable, "-c", KILLED], stdout=subprocess.PIPE, text=True, cwd=Path.cwd())

@@ -4,13 +4,13 @@ import json
 import os
 import socket
 import subprocess
-import time
 
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 from lwm.envs.real.mcp import NPM_BIN, MCPEnv
 from tests.envs.real.conftest import needs_sandbox
+from tests.waiting import wait_for
 
 pytest.importorskip("mcp")
 needs_npm_servers = pytest.mark.skipif(not (NPM_BIN / "mcp-server-memory").exists(),
@@ -108,12 +108,11 @@ def test_streamable_http_server(make):
     proc = subprocess.Popen([str(NPM_BIN / "mcp-server-everything"), "streamableHttp"],
                             env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
+        def listening() -> bool:
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(listening, 15)
         env = make(url=f"http://127.0.0.1:{port}/mcp")
         env.reset()
         obs, *_ = env.step(call("echo", message="over http"))

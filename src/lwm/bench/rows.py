@@ -1,0 +1,79 @@
+"""The rows a benchmark run writes: predictions, verdicts, and judgements (a prediction and its verdict).
+
+Field names are the published script's where it has one (``gen``, the five dimensions, ``total_score``,
+``failed`` as 0.0/1.0, ``error_message``), so either tool reads the other's files. A failure, in
+inference or in judging, is always named in ``error_message``; any other field of an input row is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from lwm.bench.rules import DIMENSIONS
+from lwm.types import TextId
+
+__all__ = ["DIMENSIONS", "Judgement", "Prediction", "Verdict"]
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: TextId
+    task: str
+    turn_idx: int = 1
+    gen: str = ""
+    """The model's whole answer."""
+    prediction: str = ""
+    """The observation parsed out of ``gen``."""
+    parse: str | None = None
+    cached: bool | None = None
+    model: str | None = None
+    seconds: float | None = None
+    error_message: str | None = Field(default=None, validation_alias=AliasChoices("error_message", "error"))
+
+    @property
+    def ok(self) -> bool:
+        return self.error_message is None
+
+    def same_answer(self, other: Prediction) -> bool:
+        """Whether ``other`` holds the answer this row holds (so a verdict on one stands for the other)."""
+        return (self.gen, self.prediction) == (other.gen, other.prediction)
+
+
+class Verdict(BaseModel):
+    """A scorer's answer for one prediction: the five dimensions (1-5) and their mean, or a failure."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: float | None = None
+    factuality: float | None = None
+    consistency: float | None = None
+    realism: float | None = None
+    quality: float | None = None
+    total_score: float | None = None
+    exact: float | None = None
+    failed: float = 0.0
+    error_message: str | None = None
+    judge: str | None = None
+
+    @classmethod
+    def failure(cls, message: str, judge: str | None = None) -> Verdict:
+        return cls(failed=1.0, error_message=message, judge=judge)
+
+    @property
+    def reward(self) -> float:
+        """The total on a 0-1 scale (0 for a failed verdict): what an RL reward wants."""
+        return 0.0 if self.failed or self.total_score is None else (self.total_score - 1) / 4
+
+    def scores(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class Judgement(Prediction, Verdict):
+    """A prediction row with its verdict merged in (the published ``judged.jsonl`` row)."""
+
+    @classmethod
+    def of(cls, prediction: Prediction, verdict: Verdict) -> Judgement:
+        return cls.model_validate({**prediction.model_dump(exclude_none=True), **verdict.model_dump(exclude_none=True)})

@@ -1,0 +1,80 @@
+"""Judging is a Scorer: (benchmark sample, predicted observation) -> Verdict.
+
+Two are built in, registered under the registry's ``metric`` kind: ``rules`` (judge-free formulas,
+``bench/rules.py``) and ``llm`` (an LLM judge reading the published judge layout). ``lwm bench judge``,
+the RL reward and ``lwm demo`` all score through ``load_scorer``, so one prediction gets one score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from lwm.backends import Backend, BackendError, GenerateConfig, load_backend
+from lwm.bench.data import BenchSample
+from lwm.bench.judge import judge_messages, parse_verdict
+from lwm.bench.rows import Verdict
+from lwm.bench.rules import rule_scores
+from lwm.conversation import history_text
+from lwm.domains import domain_names
+from lwm.prompts import PromptSet
+from lwm.registry import get, names, register
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    name: str
+
+    async def score(self, sample: BenchSample, prediction: str) -> Verdict:
+        """The verdict on ``prediction`` for ``sample``; a failure is a failed Verdict, not an exception."""
+        ...
+
+
+@register("metric", "rules")
+class RuleScorer:
+    """The judge-free rule metrics: no model, deterministic, fast enough to be an RL reward."""
+
+    name = "rules"
+
+    async def score(self, sample: BenchSample, prediction: str) -> Verdict:
+        return Verdict(**rule_scores(prediction, sample.reference, history_text(sample.history)), judge=self.name)
+
+
+@register("metric", "llm")
+class LLMJudge:
+    """An LLM judge: the domain's judge system prompt, the published user-message layout, a tolerant
+    verdict parser. Unparsable answers are asked again (``retries`` times in all, a new seed each);
+    a failed call is not (the backend has retried transport errors already)."""
+
+    def __init__(self, backend: Backend | str, *, prompts_dir: str | Path | None = None, retries: int = 3,
+                 temperature: float = 0.6, max_tokens: int = 4096, **backend_options: Any):
+        self.backend = backend if not isinstance(backend, str) else load_backend(backend, **backend_options)
+        self.name = self.backend.name
+        self.prompts_dir, self.retries = prompts_dir, max(1, retries)
+        self.temperature, self.max_tokens = temperature, max_tokens
+
+    async def score(self, sample: BenchSample, prediction: str) -> Verdict:
+        domain = sample.domain if sample.domain in domain_names() else "mcp"
+        messages = judge_messages(sample, prediction, PromptSet(domain, self.prompts_dir).judge())
+        reason = ""
+        for attempt in range(self.retries):
+            config = GenerateConfig(temperature=self.temperature, seed=attempt, max_tokens=self.max_tokens)
+            try:
+                gen = await self.backend.generate(messages, config)
+            except BackendError as exc:
+                return Verdict.failure(f"judge call failed: {exc}", self.name)
+            try:
+                verdict = parse_verdict(gen.text)
+            except ValueError as exc:
+                reason = f"judge answer not parsed: {exc}"
+                continue
+            return Verdict(**verdict["scores"], total_score=verdict["total_score"], judge=self.name,
+                           strengths=verdict["strengths"], weaknesses=verdict["weaknesses"], judge_raw_output=gen.text)
+        return Verdict.failure(f"{reason} (after {self.retries} attempts)", self.name)
+
+
+def load_scorer(spec: str = "rules", **options: Any) -> Scorer:
+    """A registered metric by name (``rules``; ``llm`` with ``backend=``), else an LLM judge on model ``spec``."""
+    if spec in names("metric"):
+        return get("metric", spec)(**options)
+    return LLMJudge(spec, **options)

@@ -1,0 +1,95 @@
+"""One typed JSONL file: rows read by id (a bad line named and skipped), rows appended one whole line
+at a time, so a killed run loses at most the line it was writing and resumes by id.
+
+Trajectories, benchmark samples, predictions and judgements are all kept this way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Generic, TypeVar
+
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+Row = TypeVar("Row", bound=BaseModel)
+
+
+class JsonlFile(Generic[Row]):
+    """``path`` holding one ``model`` per line, identified by its ``id`` field."""
+
+    def __init__(self, path: str | Path, model: type[Row], *, exclude_none: bool = False):
+        self.path = Path(path)
+        self.model = model
+        self.exclude_none = exclude_none  # rows other tools read, where a null would not mean "absent"
+        self._handle: IO[str] | None = None
+
+    def __iter__(self) -> Iterator[Row]:
+        return self.rows()
+
+    def rows(self, problems: list[str] | None = None) -> Iterator[Row]:
+        """Every readable row in file order; each unreadable line (cut by a kill, hand-edited, not this
+        kind of row) is logged and, with ``problems``, named there as ``file:line: why``."""
+        if not self.path.exists():
+            return
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield self.model.model_validate_json(line)
+                except ValueError as exc:
+                    message = f"{self.path}:{number}: skipped: {str(exc).splitlines()[0][:200]}"
+                    log.warning(message)
+                    if problems is not None:
+                        problems.append(message)
+
+    def by_id(self, problems: list[str] | None = None) -> dict[str, Row]:
+        """Rows by id; the last line of an id wins (a rerun's row replaces the earlier one)."""
+        return {str(row.id): row for row in self.rows(problems)}  # type: ignore[attr-defined]
+
+    def ids(self) -> set[str]:
+        return set(self.by_id())
+
+    def append(self, row: Row) -> None:
+        """One whole line, flushed and synced: a kill leaves at most one partial line, which readers skip."""
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and self.path.stat().st_size:
+                with self.path.open("rb") as tail:
+                    tail.seek(-1, os.SEEK_END)
+                    cut = tail.read(1) != b"\n"
+                if cut:  # end the line a kill cut short, so the next row starts on its own line
+                    with self.path.open("ab") as handle:
+                        handle.write(b"\n")
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def write_all(self, rows: Iterable[Row]) -> int:
+        """Replace the file with ``rows`` (through a temporary file: a kill never leaves half of it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        count = 0
+        with tmp.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+                count += 1
+        os.replace(tmp, self.path)
+        return count
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> JsonlFile[Row]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+

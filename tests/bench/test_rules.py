@@ -1,0 +1,61 @@
+"""The rule metrics' formulas (bench/rules.py): the default judge and the RL reward."""
+
+import pytest
+
+from lwm.bench.rules import DIMENSIONS, mask, rule_scores
+
+
+def test_an_exact_answer_scores_five_everywhere():
+    scores = rule_scores("a.txt\nb.txt", "a.txt\nb.txt", "history")
+    assert all(scores[d] == 5.0 for d in DIMENSIONS) and scores["total_score"] == 5.0 and scores["exact"] == 1.0
+
+
+def test_volatile_values_are_masked_before_comparing():
+    assert mask("pid 12345 at 2026-12-03T08:51:19Z id 3f2a9c1b") == "pid <num> at <datetime> id <hex>"
+    a = rule_scores("started 2026-12-03 10:00:01 pid 4242", "started 2025-01-01 09:59:59 pid 9999")
+    assert a["exact"] == 1.0 and a["total_score"] == 5.0
+    assert mask("deadbeef") == "deadbeef"  # an all-letter word is kept
+
+
+def test_format_for_json_is_validity_plus_key_overlap():
+    reference = '{"name": "x", "size": 3}'
+    assert rule_scores('{"name": "y", "size": 4}', reference)["format"] == 5.0
+    assert rule_scores('{"name": "y"}', reference)["format"] == pytest.approx(1 + 4 * (0.5 + 0.5 * 0.5), abs=1e-4)
+    assert rule_scores("name: y", reference)["format"] == 1.0  # not JSON at all
+
+
+def test_format_for_text_is_line_shapes_and_line_count():
+    # shape multisets {- x2} vs {- x4}: Jaccard 2/4; line counts 2 vs 4: ratio 2/4
+    scores = rule_scores("- a\n- b", "- a\n- b\n- c\n- d")
+    assert scores["format"] == pytest.approx(1 + 4 * (0.5 * (2 / 4) + 0.5 * (2 / 4)), abs=1e-4)
+
+
+def test_factuality_is_token_f1():
+    assert rule_scores("alpha beta", "alpha gamma")["factuality"] == pytest.approx(1 + 4 * 0.5, abs=1e-4)
+    assert rule_scores("zzz", "alpha")["factuality"] == 1.0
+
+
+def test_consistency_is_the_share_of_established_entities_repeated():
+    history = "### Turn 1\ntouch notes.txt report.md"
+    reference = "notes.txt report.md"
+    assert rule_scores("notes.txt", reference, history)["consistency"] == pytest.approx(1 + 4 * 0.5, abs=1e-4)
+    assert rule_scores("notes.txt report.md", reference, history)["consistency"] == 5.0
+    no_entities = rule_scores("alpha beta", "alpha gamma", "")
+    assert no_entities["consistency"] == no_entities["factuality"]  # nothing established: factuality stands in
+
+
+def test_realism_is_error_agreement_and_length_ratio():
+    same_kind = rule_scores("ok done", "ok done!")
+    assert same_kind["realism"] == pytest.approx(1 + 4 * (0.6 + 0.4 * 7 / 8), abs=1e-4)
+    disagree = rule_scores("Error: no such file", "ok")
+    assert disagree["realism"] == pytest.approx(1 + 4 * (0.4 * 2 / 19), abs=1e-4)
+
+
+def test_quality_is_recall_of_reference_lines():
+    assert rule_scores("a\nb\nx", "a\nb\nc\nd")["quality"] == pytest.approx(1 + 4 * 0.5, abs=1e-4)
+    assert rule_scores("", "")["quality"] == 5.0 and rule_scores("text", "")["quality"] == 1.0
+
+
+def test_total_is_the_mean_of_the_five():
+    scores = rule_scores("alpha beta\n- x", "alpha gamma\n- y\n- z", "")
+    assert scores["total_score"] == pytest.approx(sum(scores[d] for d in DIMENSIONS) / 5, abs=1e-4)

@@ -1,0 +1,44 @@
+"""JsonlFile: the one reader/writer of lwm's JSONL rows (trajectories, samples, predictions, judgements)."""
+
+from pydantic import BaseModel
+
+from lwm.data.jsonl import JsonlFile
+
+
+class Row(BaseModel):
+    id: str
+    value: int | None = None
+
+
+def test_the_last_row_of_an_id_wins_and_ids_resume(tmp_path):
+    file = JsonlFile(tmp_path / "rows.jsonl", Row)
+    for row in (Row(id="a", value=1), Row(id="b", value=2), Row(id="a", value=3)):
+        file.append(row)
+    file.close()
+    assert {i: r.value for i, r in file.by_id().items()} == {"a": 3, "b": 2} and file.ids() == {"a", "b"}
+
+
+def test_a_line_cut_by_a_kill_is_named_skipped_and_ended_before_the_next_append(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "a", "value": 1}\n{"id": "b", "val')
+    file = JsonlFile(path, Row)
+    file.append(Row(id="c"))
+    file.close()
+    problems: list[str] = []
+    assert [r.id for r in file.rows(problems)] == ["a", "c"]
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:2: skipped")
+
+
+def test_bad_bytes_and_wrong_rows_are_named_not_raised(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"id": "a"}\n\xff\xfe garbage\n{"value": 1}\n\n{"id": "d"}\n')
+    problems: list[str] = []
+    assert [r.id for r in JsonlFile(path, Row).rows(problems)] == ["a", "d"]
+    assert [p.split(": skipped")[0] for p in problems] == [f"{path}:2", f"{path}:3"]
+
+
+def test_exclude_none_leaves_absent_fields_out_and_write_all_replaces(tmp_path):
+    file = JsonlFile(tmp_path / "rows.jsonl", Row, exclude_none=True)
+    assert file.write_all([Row(id="x"), Row(id="y", value=0)]) == 2
+    assert file.path.read_text() == '{"id":"x"}\n{"id":"y","value":0}\n'
+    assert list(JsonlFile(tmp_path / "missing.jsonl", Row)) == []
