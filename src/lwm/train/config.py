@@ -19,9 +19,10 @@ CPU = {"report_to": [], "use_cpu": True, "bf16": False, "fp16": False, "dataload
 """Settings lwm always sets for TRL: fp32 on CPU (pure bf16 did not learn), no trackers, two checkpoints."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StageConfig:
-    data: str = field(metadata={"help": "JSONL from lwm data build for this stage."})
+    data: str = field(default="", metadata={"help": "JSONL from lwm data build for this stage (agent RL: unused, "
+                                                    "its tasks are its data)."})
     output_dir: str = field(metadata={"help": "Checkpoints, logs and the final model or adapter go here."})
     model: str = field(default="smollm2", metadata={
         "help": "Base model: 'smollm2' (the packaged GGUF, converted once and cached), a local HF folder, or an "
@@ -37,6 +38,7 @@ class StageConfig:
 
     trl_defaults: ClassVar[dict[str, Any]] = {}
     trl_class: ClassVar[str] = ""
+    needs_data: ClassVar[bool] = True
 
     def trl_config_class(self) -> type:
         import trl
@@ -60,7 +62,7 @@ class StageConfig:
         return int(self.trainer.get("seed", self.trl_defaults.get("seed", 0)))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SFTStageConfig(StageConfig):
     """Supervised fine-tuning on next-observation prediction (rows from ``lwm data build --stage sft``).
 
@@ -73,7 +75,7 @@ class SFTStageConfig(StageConfig):
         "activation_checkpointing": False}  # TRL's default is on: less memory, ~30% slower on CPU
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RLStageConfig(StageConfig):
     """RL for simulation fidelity with TRL's GRPOTrainer; the reward is the benchmark's rule metrics."""
 
@@ -105,6 +107,8 @@ def load_config(cls: type[T], path: str | Path, **overrides: Any) -> T:
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING  # type: ignore
                and f.name not in data]
+    if getattr(cls, "needs_data", False) and "data" not in data:
+        missing.insert(0, "data")
     if missing:
         raise ValueError(f"{path}: missing required fields {missing}")
     trainer = {**data.pop("trainer", {}), **{k: data.pop(k) for k in list(data) if k not in known}}

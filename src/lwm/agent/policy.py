@@ -1,0 +1,120 @@
+"""Policies for the agent loop: any lwm model spec, a scripted list of replies, and the scripted experts
+whose real-environment episodes warm a small policy up before RL (it must be able to act at all)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lwm.agent.loop import FINAL
+from lwm.agent.table import to_markdown
+from lwm.agent.tasks import Task
+from lwm.backends import GenerateConfig, Message, load_backend
+from lwm.worldmodel import run_sync
+
+
+class ModelPolicy:
+    """A policy on any backend (embedded, openai:, transformers:, mock), one batch of requests per step."""
+
+    def __init__(self, spec: str, *, temperature: float = 0.7, max_tokens: int = 256, seed: int | None = 0,
+                 **backend_options: Any):
+        self.backend = load_backend(spec, **backend_options)
+        self.name = self.backend.name
+        self.config = GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        async def every() -> list[str]:
+            answers = await asyncio.gather(*(self.backend.generate(list(c), self.config) for c in conversations))
+            return [a.text for a in answers]
+
+        return run_sync(every())
+
+
+class ScriptedPolicy:
+    """Replies from a list, by turn (the same script for every episode): for tests and demonstrations."""
+
+    def __init__(self, replies: Sequence[str], name: str = "scripted"):
+        self.replies, self.name = list(replies), name
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        out = []
+        for messages in conversations:
+            turn = sum(m["role"] == "assistant" for m in messages)
+            out.append(self.replies[min(turn, len(self.replies) - 1)])
+        return out
+
+
+def call(name: str, **arguments: Any) -> str:
+    return "```json\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n```"
+
+
+def keys(*lines: str) -> str:
+    return "```json\n" + json.dumps([{"keystrokes": line + "\n", "duration": 0.3} for line in lines]) + "\n```"
+
+
+def expert_replies(task: Task) -> list[str]:
+    """What a competent agent does for ``task``: the searches or commands, then the right answer."""
+    check = task.check
+    if task.domain == "search":
+        key = check.columns[0]
+        queries = {"syscall": "{} system call", "pymodule": "python {} module"}
+        steps = [call("web_search", query=queries[task.family].format(row[key])) for row in check.gold] \
+            if task.family in queries else [call("web_search", query="signal overview standard signals")]
+        return [*steps, call(FINAL, answer=to_markdown(check.gold, check.columns))]
+    if task.domain == "terminal":
+        return [*_terminal_commands(task), call(FINAL, answer="done")]
+    return [*_mcp_calls(task), call(FINAL, answer="done")]
+
+
+def _terminal_commands(task: Task) -> list[str]:
+    expected = task.check.expect[0].strip(":")
+    if task.family == "count-lines":
+        return [keys("wc -l < data.txt > count.txt")]
+    if task.family == "create-file":
+        path = task.check.action[0]["keystrokes"].split("cat ")[1].split(" ")[0]
+        return [keys(f"mkdir -p {path.split('/')[0]} && echo {expected} > {path}")]
+    if task.family == "find-file":
+        secret = task.instruction.split("'")[1]
+        return [keys(f"grep -l {secret} notes/*.txt | xargs -n1 basename > answer.txt")]
+    old = task.instruction.split("from ")[1].split(" to ")[0]
+    return [keys(f"sed -i 's/^mode={old}$/{expected}/' config.ini")]
+
+
+def _mcp_calls(task: Task) -> list[str]:
+    text, expect = task.instruction, task.check.expect
+    if task.family == "memory-entity":
+        kind = text.split("of type '")[1].split("'")[0]
+        entity = {"name": expect[0], "entityType": kind, "observations": [expect[1]]}
+        return [call("create_entities", entities=[entity])]
+    if task.family == "memory-relation":
+        a, b, rel = expect
+        return [call("create_entities", entities=[{"name": a, "entityType": "person", "observations": []},
+                                                  {"name": b, "entityType": "person", "observations": []}]),
+                call("create_relations", relations=[{"from": a, "to": b, "relationType": rel}])]
+    path = task.check.action["arguments"]["path"]
+    return [call("create_directory", path=path.rsplit("/", 1)[0]), call("write_file", path=path, content=expect[0])]
+
+
+class ExpertPolicy:
+    """The scripted expert of each task (found by the task line of the conversation's system prompt)."""
+
+    name = "expert"
+
+    def __init__(self, tasks: Sequence[Task]):
+        self.plans = {t.instruction: expert_replies(t) for t in tasks}
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        out = []
+        for messages in conversations:
+            line = next((s for s in messages[0]["content"].splitlines() if s.startswith("Task: ")), "")
+            plan = self.plans.get(line.removeprefix("Task: "))
+            turn = sum(m["role"] == "assistant" for m in messages)
+            out.append(plan[min(turn, len(plan) - 1)] if plan else call(FINAL, answer="unknown task"))
+        return out
+
+
+def make_policy(spec: str, tasks: Sequence[Task] = (), **options: Any) -> Any:
+    """``expert`` (the scripted experts of ``tasks``) or any model spec (``embedded``, ``openai:NAME`` ...)."""
+    return ExpertPolicy(tasks) if spec == "expert" else ModelPolicy(spec, **options)

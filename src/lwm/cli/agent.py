@@ -1,0 +1,205 @@
+"""``lwm agent``: task suites, one agent loop in the simulator or the real environment, evaluation."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from math import sqrt
+from pathlib import Path
+from statistics import mean, stdev
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
+from lwm.cli import options as o
+from lwm.cli.simulate import fail
+
+agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
+tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).", no_args_is_help=True)
+agent_app.add_typer(tasks_app, name="tasks")
+console = Console()
+
+Env = Annotated[str, typer.Option(help="sim (a world model plays the environment) or real.")]
+PolicySpec = Annotated[str, typer.Option("--policy", help="The agent: a model spec (embedded, openai:NAME, "
+                                         "transformers:DIR) or 'expert' (the scripted expert of each task).")]
+WorldModelSpec = Annotated[str, typer.Option("--world-model", help="With --env sim: the world model's spec.")]
+MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
+Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]
+
+
+@tasks_app.command("list")
+def tasks_list(domain: Annotated[str | None, typer.Option(help="search, mcp or terminal.")] = None) -> None:
+    """Each suite's families with their train and held-out task counts."""
+    table = Table(title="lwm task suites")
+    for col in ("domain", "family", "train", "held out", "check"):
+        table.add_column(col, justify="left" if col in ("domain", "family", "check") else "right")
+    counts: Counter[tuple[str, str, str]] = Counter()
+    kinds: dict[tuple[str, str], str] = {}
+    for task in tasks(domain):
+        counts[(task.domain, task.family, task.split)] += 1
+        kinds[(task.domain, task.family)] = task.check.kind
+    for (d, f), kind in sorted(kinds.items()):
+        table.add_row(d, f, str(counts[(d, f, "train")]), str(counts[(d, f, "heldout")]), kind)
+    table.add_section()
+    table.add_row("all", "", str(sum(v for k, v in counts.items() if k[2] == "train")),
+                  str(sum(v for k, v in counts.items() if k[2] == "heldout")), "")
+    console.print(table)
+
+
+@tasks_app.command("show")
+def tasks_show(task_id: Annotated[str, typer.Argument(help="A task id, e.g. search/syscall-0004.")]) -> None:
+    """One task: instruction, environment, checker (and gold table)."""
+    try:
+        task = get_task(task_id)
+    except (UnknownTaskError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
+    console.print_json(task.model_dump_json(exclude={"context": {"tools"}}))
+
+
+@tasks_app.command("build")
+def tasks_build(domain: Annotated[str, typer.Option(help="search, mcp or terminal.")],
+                seed: Annotated[int, typer.Option(help="Seed of the task draw.")] = 0,
+                out: Annotated[Path | None, typer.Option(help="Where to write (default: the suite in lwm).")] = None
+                ) -> None:
+    """(Re)build a suite from its sources: search from the corpus (every gold row checked against the real
+    search engine), mcp and terminal from their templates (mcp asks the real servers for their tools)."""
+    from lwm.data.jsonl import JsonlFile
+
+    if domain not in DOMAINS:
+        raise fail(f"no task suite for {domain!r}; suites: {', '.join(DOMAINS)}", 2)
+    with console.status(f"building the {domain} suite..."):
+        if domain == "search":
+            from lwm.agent.search_suite import build
+
+            built = build(seed)
+        else:
+            from lwm.agent.state_suites import build as build_state
+
+            built, tools = build_state(domain, seed)
+            if tools:
+                tools_file = (out.parent / tools_path(domain).name) if out else tools_path(domain)
+                tools_file.write_text(json.dumps(tools, indent=1, ensure_ascii=False), encoding="utf-8")
+    path = out or suite_path(domain)
+    JsonlFile(path, Task).write_all(built)
+    split = Counter(t.split for t in built)
+    console.print(f"{len(built)} tasks ({split['train']} train, {split['heldout']} held out) written to {path}")
+
+
+def _summary(rows: list[dict], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("domain", "family", "episodes", "mean reward", "± s.e.", "errors", "steps/episode"):
+        table.add_column(col, justify="left" if col in ("domain", "family") else "right")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["domain"], row["family"]), []).append(row)
+    for (d, f), items in sorted(groups.items()) + [(("all", ""), rows)]:
+        values = [r["reward"] for r in items]
+        se = stdev(values) / sqrt(len(values)) if len(values) > 1 else 0.0
+        table.add_row(d, f, str(len(items)), f"{mean(values):.3f}", f"{se:.3f}",
+                      str(sum(bool(r["error"]) for r in items)), f"{mean(r['steps'] for r in items):.1f}")
+    return table
+
+
+def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_steps: int, out: Path | None,
+         batch: int, seed: int, policy_options: dict, keep_episodes: bool = False) -> list[dict]:
+    from lwm.agent.loop import run_episodes
+    from lwm.agent.policy import make_policy
+    from lwm.data.store import TrajectoryStore
+    from lwm.worldmodel import WorldModel
+
+    if env not in ("sim", "real"):
+        raise fail(f"--env must be sim or real, not {env!r}", 2)
+    try:
+        policy = make_policy(policy_spec, chosen, **policy_options)
+        wm = WorldModel(world_model) if env == "sim" else None
+    except (ValueError, KeyError, RuntimeError) as exc:
+        raise fail(str(exc), 2) from None
+    store = TrajectoryStore(out) if out else None
+    rows = []
+    for start in range(0, len(chosen), batch):
+        with console.status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
+            episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
+                                    store=store, seed=seed + start)
+        rows += [{"task": e.task.id, "domain": e.task.domain, "family": e.task.family, "env": env,
+                  "policy": policy.name, "reward": e.reward, "answer": e.answer, "error": e.error,
+                  "steps": e.steps, "policy_calls": e.policy_calls, "world_model_calls": e.world_model_calls,
+                  "seconds": round(e.seconds, 3), "trajectory": e.trajectory_id,
+                  **({"episode": e} if keep_episodes else {})} for e in episodes]
+    return rows
+
+
+@agent_app.command("run")
+def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
+            policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
+            out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0) -> None:
+    """One episode of one task; prints the episode and its reward, records the trajectory with --out."""
+    try:
+        chosen = get_task(task)
+    except (UnknownTaskError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
+    row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {})[0]
+    console.print_json(json.dumps(row))
+    if row["error"]:
+        console.print(f"[yellow]episode ended with an error: {row['error']}[/]")
+
+
+@agent_app.command("eval")
+def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
+             split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout", env: Env = "real",
+             policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
+             limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+             batch: Annotated[int, typer.Option(help="Episodes run together (one policy batch per step).")] = 8,
+             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0) -> None:
+    """Run a policy on a suite's tasks; mean reward per family with standard errors (results.jsonl in --out)."""
+    chosen = tasks(domain, split if split in ("train", "heldout") else None)[:limit]
+    if not chosen:
+        raise fail(f"no {domain} {split} tasks (lwm agent tasks list)", 2)
+    rows = _run(chosen, env, policy, world_model, max_steps, out, batch, seed, {})
+    console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
+    if out:
+        with (out / "results.jsonl").open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+@agent_app.command("train")
+def train_cmd(config: Annotated[Path, typer.Option(help="YAML or JSON config (lwm.agent.train.AgentRLConfig "
+                                                       "fields and any GRPOConfig field).")],
+              env: Annotated[str | None, typer.Option(help="sim or real (overrides the config's env).")] = None,
+              set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: key=value.")] = None
+              ) -> None:
+    """GRPO of the policy on a suite's train tasks, rollouts in the simulator or the real environment; resumes."""
+    from lwm.agent.train import AgentRLConfig, train_agent
+    from lwm.cli.train import _config, _report
+
+    cfg = _config(AgentRLConfig, config, [*(set_ or []), *([f"env={env}"] if env else [])])
+    try:
+        metrics = train_agent(cfg)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    _report(cfg, metrics)
+
+
+@agent_app.command("demos")
+def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm train sft.")],
+              domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
+              limit: Annotated[int | None, typer.Option(help="Only the first N train tasks.")] = None,
+              record: Out = None) -> None:
+    """Scripted expert episodes on the train tasks in the REAL environment, as SFT rows: the warm start a
+    small policy needs before RL (it must be able to call a tool at all)."""
+    from lwm.agent.train import demonstrations
+
+    rows = _run(tasks(domain, "train")[:limit], "real", "expert", o.DEFAULT_MODEL, 8, record, 8, 0, {},
+                keep_episodes=True)
+    kept = demonstrations([r["episode"] for r in rows])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
+    console.print(f"{len(kept)} rows from {sum(r['reward'] == 1.0 for r in rows)} of {len(rows)} solved episodes "
+                  f"written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(agent_app, name="agent")

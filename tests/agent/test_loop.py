@@ -1,0 +1,114 @@
+"""The agent loop on the real suites: scripted policies in sim and real, recorded trajectories, rewards,
+and every kind of bad input ending its episode (never the run) with an error and a zero reward."""
+
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from lwm.agent import loop
+from lwm.agent.loop import run_episodes
+from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call, expert_replies
+from lwm.agent.search_suite import pymodules, signals, syscalls
+from lwm.agent.tasks import get_task, tasks
+from lwm.backends import MockBackend
+from lwm.cli import app
+from lwm.data import TrajectoryStore
+from lwm.envs.real.search import DEFAULT_SOURCES, corpus_index
+from lwm.testing.openai_server import ScriptedServer
+from lwm.worldmodel import WorldModel
+from tests.envs.real.conftest import needs_sandbox, needs_tmux
+
+runner = CliRunner()
+TASKS = {"search": "search/syscall-0004", "mcp": "mcp/memory-relation-0000", "terminal": "terminal/find-file-0000"}
+
+
+def test_the_suites_are_large_split_by_task_and_listed():
+    search = tasks("search")
+    assert len(search) >= 300 and sum(t.split == "heldout" for t in search) >= 60
+    train_rows = {r[t.check.columns[0]] for t in search if t.split == "train" and t.family != "signal"
+                  for r in t.check.gold}
+    heldout_rows = {r[t.check.columns[0]] for t in search if t.split == "heldout" and t.family != "signal"
+                    for r in t.check.gold}
+    assert not train_rows & heldout_rows  # held-out entities never appear in a training task
+    assert len({t.id for t in tasks()}) == len(tasks())
+    listed = runner.invoke(app, ["agent", "tasks", "list", "--domain", "search"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0 and "syscall" in listed.output and "68" in listed.output
+
+
+def test_every_sampled_heldout_gold_table_is_reachable_in_the_real_search_engine():
+    index = corpus_index(DEFAULT_SOURCES)
+    found = {"syscall": syscalls(index), "pymodule": pymodules(index), "signal": signals(index)}
+    heldout = [t for t in tasks("search", "heldout")]
+    for task in random.Random(0).sample(heldout, 20):
+        key = task.check.columns[0]
+        for row in task.check.gold:
+            value = found[task.family][row[key]]
+            cells = [value] if isinstance(value, str) else list(value)
+            assert cells == [row[c] for c in task.check.columns[1:]], (task.id, row)
+
+
+@needs_sandbox
+@needs_tmux
+@pytest.mark.parametrize("domain", ["search", "mcp", "terminal"])
+def test_a_scripted_agent_solves_a_task_in_the_real_environment_and_is_recorded(tmp_path, domain):
+    task = get_task(TASKS[domain])
+    store = TrajectoryStore(tmp_path)
+    [episode] = run_episodes([task], ExpertPolicy([task]), "real", store=store)
+    assert episode.error is None and episode.reward == 1.0
+    [trajectory] = list(store)
+    assert trajectory.provenance.source == "real" and trajectory.provenance.extra["task"] == task.id
+    assert len(trajectory.turns) == len(expert_replies(task)) - 1 == episode.steps  # every action, not the answer
+    assert trajectory.provenance.extra["reward"] == 1.0
+
+
+@pytest.mark.parametrize("domain", ["search", "mcp", "terminal"])
+def test_the_same_loop_runs_in_the_simulator(tmp_path, domain):
+    task = get_task(TASKS[domain])
+    check = " ".join(task.check.expect) or "x"
+    backend = MockBackend(lambda m: f"<predicted_observation>ok {check}</predicted_observation>")
+    store = TrajectoryStore(tmp_path)
+    [episode] = run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(backend, cache=False),
+                             store=store)
+    assert episode.error is None and episode.steps == len(expert_replies(task)) - 1
+    assert episode.world_model_calls == episode.steps + (task.check.kind == "state")  # a simulated checker call
+    assert episode.reward == 1.0  # search: answer-based; mcp/terminal: the simulated check saw what it expects
+    [trajectory] = list(store)
+    assert trajectory.provenance.source == "simulated" and len(trajectory.turns) == episode.steps
+
+
+def test_a_policy_that_never_answers_scores_zero_and_a_bad_one_is_stopped():
+    task = get_task("search/signal-0001")
+    wm = WorldModel(MockBackend(), cache=False)
+    [searching] = run_episodes([task], ScriptedPolicy([call("web_search", query="signals")]), "sim",
+                               world_model=wm, max_steps=3)
+    assert searching.answer is None and searching.reward == 0.0 and searching.steps == 3 and searching.error is None
+    [garbage] = run_episodes([task], ScriptedPolicy(["I think I will look around."]), "sim", world_model=wm)
+    assert garbage.error.startswith("no valid action in 3 replies") and garbage.reward == 0.0 and garbage.steps == 0
+
+
+def test_a_world_model_that_times_out_ends_that_episode_only():
+    task = get_task("search/signal-0001")
+    with ScriptedServer(latency=2.0) as server:
+        wm = WorldModel(f"openai:slow?base_url={server.base_url}&timeout=0.3&max_retries=0", cache=False)
+        good = get_task("search/syscall-0004")
+        episodes = run_episodes([task, good], ExpertPolicy([task, good]), "sim", world_model=wm)
+    assert all(e.error and e.error.startswith("step failed: BackendError") and e.reward == 0.0 for e in episodes)
+
+
+def test_a_checker_that_crashes_gives_zero_and_says_so(monkeypatch):
+    task = get_task("search/syscall-0004")
+
+    def broken(episode, env):
+        raise RuntimeError("checker bug")
+
+    monkeypatch.setattr(loop, "reward", broken)
+    [episode] = run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(MockBackend(), cache=False))
+    assert episode.reward == 0.0 and episode.error == "checker failed: RuntimeError: checker bug"
+
+
+def test_unknown_task_and_bad_env_are_one_line_errors():
+    result = runner.invoke(app, ["agent", "run", "--task", "search/nope-1"])
+    assert result.exit_code == 2 and "unknown task 'search/nope-1'" in result.output
+    result = runner.invoke(app, ["agent", "run", "--task", TASKS["search"], "--env", "moon"])
+    assert result.exit_code == 2 and "--env must be sim or real" in result.output
