@@ -38,8 +38,10 @@ EnvKind = Literal["sim", "real"]
 FINAL = "final_answer"
 FINAL_TOOL = {"name": FINAL, "description": "Finish the task and give your answer (for table tasks, the table).",
               "inputSchema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}}
-OBSERVATION_CHARS = 2000
+OBSERVATION_CHARS = 1200
 """How much of each observation the policy reads (the trajectory keeps it whole)."""
+SCREENS = {"terminal", "os"}
+"""Domains whose observation is a screen: the newest part is at the bottom."""
 MAX_INVALID = 3
 FENCE = re.compile(r"```(?:json|python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -81,6 +83,12 @@ def system_prompt(task: Task, tools: list[dict[str, Any]]) -> str:
         f"You are an agent working in a {domain.title} environment.", f"Task: {task.instruction}", how,
         f'When the task is done, call {FINAL}: {{"name": "{FINAL}", "arguments": {{"answer": "..."}}}}.',
         "Tools:\n" + render_tools([*tools, FINAL_TOOL], compact=True)])
+
+
+def observation_view(domain: str, observation: str) -> str:
+    """The part of an observation the policy reads: a screen's last lines, any other text's beginning."""
+    text = observation[-OBSERVATION_CHARS:] if domain in SCREENS else observation[:OBSERVATION_CHARS]
+    return text or "(empty)"
 
 
 def parse_reply(reply: str, task: Task) -> Action | str:
@@ -158,7 +166,7 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
             envs[i] = recorded
             obs, _ = recorded.reset(seed=seed + i)
             episode.trajectory_id = recorded.trajectory.id if recorded.trajectory else None
-            first = f"{episode.task.instruction}\n\nObservation:\n{obs[:OBSERVATION_CHARS] or '(empty)'}"
+            first = f"{episode.task.instruction}\n\nObservation:\n{observation_view(episode.task.domain, obs)}"
             episode.messages = [{"role": "system", "content": system_prompt(episode.task, _tools(recorded))},
                                 {"role": "user", "content": first}]
         except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the batch
@@ -188,7 +196,8 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
             return
         episode.steps += 1
         episode.world_model_calls += env == "sim"
-        episode.messages.append({"role": "user", "content": f"Observation:\n{obs[:OBSERVATION_CHARS] or '(empty)'}"})
+        episode.messages.append({"role": "user",
+                                 "content": f"Observation:\n{observation_view(episode.task.domain, obs)}"})
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(start, range(len(tasks))))

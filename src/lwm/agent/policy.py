@@ -32,6 +32,42 @@ class ModelPolicy:
         return run_sync(every())
 
 
+class LocalPolicy:
+    """A Hugging Face model in this process (the one being trained, or ``hf:DIR``: a base folder, ``smollm2``,
+    or a LoRA folder from ``lwm train``): one batched ``generate`` per step; temperature 0 is greedy."""
+
+    def __init__(self, model: Any, tokenizer: Any, max_new_tokens: int = 96, temperature: float = 0.0,
+                 name: str = "local"):
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+
+    @classmethod
+    def load(cls, path: str, **options: Any) -> LocalPolicy:
+        from lwm.train.common import load_model
+
+        model, tokenizer = load_model(path, seed=0)
+        return cls(model, tokenizer, name=f"hf:{path}", **options)
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        import torch
+
+        texts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
+                 for c in conversations]
+        self.tokenizer.padding_side = "left"
+        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        sampling = {"do_sample": True, "temperature": self.temperature, "top_p": 1.0} if self.temperature > 0 \
+            else {"do_sample": False}
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                out = self.model.generate(**batch, max_new_tokens=self.max_new_tokens,
+                                          pad_token_id=self.tokenizer.pad_token_id, **sampling)
+        finally:
+            self.model.train(was_training)
+        return self.tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
 class ScriptedPolicy:
     """Replies from a list, by turn (the same script for every episode): for tests and demonstrations."""
 
@@ -116,5 +152,10 @@ class ExpertPolicy:
 
 
 def make_policy(spec: str, tasks: Sequence[Task] = (), **options: Any) -> Any:
-    """``expert`` (the scripted experts of ``tasks``) or any model spec (``embedded``, ``openai:NAME`` ...)."""
-    return ExpertPolicy(tasks) if spec == "expert" else ModelPolicy(spec, **options)
+    """``expert`` (the scripted experts of ``tasks``), ``hf:DIR`` (a local HF model or LoRA folder, batched in
+    this process) or any model spec (``embedded``, ``openai:NAME`` ...)."""
+    if spec == "expert":
+        return ExpertPolicy(tasks)
+    if spec.startswith("hf:"):
+        return LocalPolicy.load(spec.removeprefix("hf:"), **options)
+    return ModelPolicy(spec, **options)

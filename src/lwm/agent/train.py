@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lwm.agent.loop import Episode, run_episodes
+from lwm.agent.policy import LocalPolicy
 from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
@@ -48,34 +49,6 @@ class AgentRLConfig(StageConfig):
         "learning_rate": 1e-5, "seed": 0, "save_steps": 5, "logging_steps": 1, "activation_checkpointing": False}
 
 
-class TrainerPolicy:
-    """The model being trained, as the agent loop's policy: one batched, sampled ``generate`` per step."""
-
-    name = "policy-in-training"
-
-    def __init__(self, model: Any, tokenizer: Any, max_new_tokens: int, temperature: float):
-        self.model, self.tokenizer = model, tokenizer
-        self.max_new_tokens, self.temperature = max_new_tokens, temperature
-
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
-        import torch
-
-        texts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
-                 for c in conversations]
-        self.tokenizer.padding_side = "left"
-        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                out = self.model.generate(**batch, do_sample=True, temperature=self.temperature, top_p=1.0,
-                                          max_new_tokens=self.max_new_tokens,
-                                          pad_token_id=self.tokenizer.pad_token_id)
-        finally:
-            self.model.train(was_training)
-        return self.tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
-
-
 def episode_tokens(messages: list[Message], tokenizer: Any, limit: int) -> tuple[list[int], list[int], list[int]]:
     """(prompt ids, completion ids, env mask) of an episode: the system prompt and first observation are the
     prompt; each reply (mask 1) and each later observation (mask 0) follow, cut at ``limit`` tokens."""
@@ -103,8 +76,8 @@ def make_rollout(config: AgentRLConfig, by_instruction: dict[str, Task], tokeniz
                  world_model: Any, store: TrajectoryStore | None) -> Any:
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         chosen = [by_instruction[p[-1]["content"] if isinstance(p, list) else p] for p in prompts]
-        policy = TrainerPolicy(trainer.accelerator.unwrap_model(trainer.model), tokenizer, config.reply_tokens,
-                               config.temperature)
+        policy = LocalPolicy(trainer.accelerator.unwrap_model(trainer.model), tokenizer, config.reply_tokens,
+                             config.temperature, name="policy-in-training")
         episodes: list[Episode] = run_episodes(chosen, policy, config.env, world_model=world_model,  # type: ignore
                                                max_steps=config.episode_steps, store=store,
                                                seed=trainer.state.global_step * 1000)
