@@ -112,3 +112,21 @@ def test_unknown_task_and_bad_env_are_one_line_errors():
     assert result.exit_code == 2 and "unknown task 'search/nope-1'" in result.output
     result = runner.invoke(app, ["agent", "run", "--task", TASKS["search"], "--env", "moon"])
     assert result.exit_code == 2 and "--env must be sim or real" in result.output
+
+
+def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_recorded_episode(tmp_path):
+    from lwm.agent.loop import simulated_reward
+
+    task = get_task("terminal/count-lines-0000")
+    store = TrajectoryStore(tmp_path)
+    run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(MockBackend(), cache=False), store=store)
+    [trajectory] = list(store)
+    seen = []
+
+    def answer(messages):
+        seen.append(messages)
+        return f"<predicted_observation>{task.check.expect[0]}</predicted_observation>"
+
+    reward, observation = simulated_reward(task, trajectory, WorldModel(MockBackend(answer), cache=False))
+    assert reward == 1.0 and observation == task.check.expect[0]
+    assert "wc -l" in seen[-1][-3]["content"]  # the world model saw the episode before the checker's command

@@ -240,3 +240,12 @@ def _finish(episode: Episode, recorded: RecordTrajectory | None, store: Trajecto
     finally:
         close_env(recorded)
 
+
+
+def simulated_reward(task: Task, trajectory: Any, world_model: WorldModel) -> tuple[float, str]:
+    """The state check of ``task`` answered by the world model after ``trajectory`` (a recorded episode, real
+    or simulated): the simulator's reward for the same episode, and the observation it predicted."""
+    episode = Episode(task, "sim")
+    env = SimEnv(world_model, task.domain, trajectory.context)
+    env.reset(options={"trajectory": trajectory})
+    return reward(episode, env), episode.check_observation or ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from math import sqrt
 from pathlib import Path
@@ -199,6 +200,57 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
     console.print(f"{len(kept)} rows from {sum(r['reward'] == 1.0 for r in rows)} of {len(rows)} solved episodes "
                   f"written to {out}")
+
+
+@agent_app.command("agreement")
+def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (state-checked suites).")] = "terminal",
+                  split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout",
+                  world_model: WorldModelSpec = o.DEFAULT_MODEL,
+                  limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+                  out: Out = None) -> None:
+    """How often the simulated checker call agrees with the real checker on the same real episodes: each task
+    is run in the real environment by the expert (solves it) and by a policy that answers at once (does
+    nothing); the world model then predicts the checker's output after each recorded episode."""
+    from lwm.agent.loop import run_episodes, simulated_reward
+    from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call
+    from lwm.data.store import TrajectoryStore
+    from lwm.worldmodel import WorldModel
+
+    chosen = [t for t in tasks(domain, split if split in ("train", "heldout") else None)
+              if t.check.kind == "state"][:limit]
+    if not chosen:
+        raise fail(f"no state-checked {domain} {split} tasks", 2)
+    wm = WorldModel(world_model)
+    root = out or Path(tempfile.mkdtemp(prefix="lwm-agreement-"))
+    rows = []
+    for policy in (ExpertPolicy(chosen), ScriptedPolicy([call("final_answer", answer="done")], name="idle")):
+        store = TrajectoryStore(root / policy.name)
+        with console.status(f"{policy.name}: {len(chosen)} real episodes..."):
+            episodes = run_episodes(chosen, policy, "real", store=store)
+        for episode in episodes:
+            if episode.error:
+                continue
+            trajectory = next(t for t in store if t.id == episode.trajectory_id)
+            with console.status(f"simulated check of {episode.task.id} ({policy.name})..."):
+                try:
+                    sim, seen = simulated_reward(episode.task, trajectory, wm)
+                except Exception as exc:  # noqa: BLE001 - a failed prediction is a disagreement, recorded
+                    sim, seen = float("nan"), f"error: {exc}"
+            rows.append({"task": episode.task.id, "policy": policy.name, "real": episode.reward, "sim": sim,
+                         "agree": (sim >= 0.5) == (episode.reward >= 0.5), "sim_observation": seen[-300:],
+                         "real_observation": (episode.check_observation or "")[-300:]})
+    table = Table(title=f"simulated vs real checker, {domain} {split}, world model {wm.backend.name}")
+    for col in ("episodes by", "n", "real reward", "sim reward", "agree (both >= 0.5 or both < 0.5)"):
+        table.add_column(col, justify="left" if col == "episodes by" else "right")
+    for name in ("expert", "idle", "all"):
+        items = [r for r in rows if name in ("all", r["policy"])]
+        if items:
+            table.add_row(name, str(len(items)), f"{mean(r['real'] for r in items):.2f}",
+                          f"{mean(r['sim'] for r in items):.2f}", f"{mean(r['agree'] for r in items):.0%}")
+    console.print(table)
+    if out:
+        with (out / "agreement.jsonl").open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def register(app: typer.Typer) -> None:
