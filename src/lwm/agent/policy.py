@@ -151,11 +151,11 @@ class ExpertPolicy:
         return out
 
 
-def make_policy(spec: str, tasks: Sequence[Task] = (), **options: Any) -> Any:
+def make_policy(spec: str, tasks: Sequence[Task] = (), *, max_tokens: int = 160, temperature: float = 0.0) -> Any:
     """``expert`` (the scripted experts of ``tasks``), ``hf:DIR`` (a local HF model or LoRA folder, batched in
-    this process) or any model spec (``embedded``, ``openai:NAME`` ...)."""
+    this process) or any model spec (``embedded``, ``openai:NAME`` ...); greedy by default."""
     if spec == "expert":
         return ExpertPolicy(tasks)
     if spec.startswith("hf:"):
-        return LocalPolicy.load(spec.removeprefix("hf:"), **options)
-    return ModelPolicy(spec, **options)
+        return LocalPolicy.load(spec.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature)
+    return ModelPolicy(spec, max_tokens=max_tokens, temperature=temperature)

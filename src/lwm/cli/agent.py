@@ -153,12 +153,15 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
              policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
              limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
              batch: Annotated[int, typer.Option(help="Episodes run together (one policy batch per step).")] = 8,
-             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0) -> None:
+             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+             max_tokens: Annotated[int, typer.Option(help="Most tokens in one policy reply.")] = 160,
+             temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0) -> None:
     """Run a policy on a suite's tasks; mean reward per family with standard errors (results.jsonl in --out)."""
     chosen = tasks(domain, split if split in ("train", "heldout") else None)[:limit]
     if not chosen:
         raise fail(f"no {domain} {split} tasks (lwm agent tasks list)", 2)
-    rows = _run(chosen, env, policy, world_model, max_steps, out, batch, seed, {})
+    rows = _run(chosen, env, policy, world_model, max_steps, out, batch, seed,
+                {"max_tokens": max_tokens, "temperature": temperature})
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
     if out:
         with (out / "results.jsonl").open("w", encoding="utf-8") as handle:

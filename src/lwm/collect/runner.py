@@ -57,7 +57,7 @@ class EpisodeResult:
     error: str | None = None
 
 
-def make_policy(spec: EpisodeSpec) -> Any:
+def episode_policy(spec: EpisodeSpec) -> Any:
     """The episode's actor: the domain's heuristic explorer, or an LLM agent (``agent:<model spec>``)."""
     if spec.policy.startswith("agent:"):
         from lwm.collect.agent import AgentPolicy
@@ -75,7 +75,7 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
     env = None
     try:
         env = get("env", spec.domain)(**spec.env_options)
-        policy = make_policy(spec)
+        policy = episode_policy(spec)
         store = TrajectoryStore(spec.out)
         recorded = RecordTrajectory(TimeLimit(env, spec.max_steps), store, trajectory_id=spec.id, provenance={
             "explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm")})
