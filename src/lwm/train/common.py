@@ -48,7 +48,10 @@ def lora_config(config: Any, model: Any = None) -> Any:
 
 
 def last_checkpoint(output_dir: Path) -> str | None:
-    checkpoints = sorted(output_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    """The newest complete checkpoint: one a kill cut short (no ``trainer_state.json``, which the trainer
+    writes last) is passed over, so the run resumes from the one before it."""
+    checkpoints = sorted((p for p in output_dir.glob("checkpoint-*") if (p / "trainer_state.json").is_file()),
+                         key=lambda p: int(p.name.split("-")[-1]))
     return str(checkpoints[-1]) if checkpoints else None
 
 
