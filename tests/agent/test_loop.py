@@ -130,3 +130,29 @@ def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_reco
     reward, observation = simulated_reward(task, trajectory, WorldModel(MockBackend(answer), cache=False))
     assert reward == 1.0 and observation == task.check.expect[0]
     assert "wc -l" in seen[-1][-3]["content"]  # the world model saw the episode before the checker's command
+
+
+def test_an_environment_that_does_not_start_or_a_policy_that_fails_ends_its_episodes_only(monkeypatch):
+    task, other = get_task("search/signal-0001"), get_task("search/syscall-0004")
+    wm = WorldModel(MockBackend(), cache=False)
+    real_make_env = loop.make_env
+
+    def make_env(t, env, world_model=None):
+        if t.id == task.id:
+            raise OSError("no sandbox")
+        return real_make_env(t, env, world_model)
+
+    monkeypatch.setattr(loop, "make_env", make_env)
+    broken, fine = run_episodes([task, other], ExpertPolicy([task, other]), "sim", world_model=wm)
+    assert broken.error == "environment did not start: OSError: no sandbox" and broken.reward == 0.0
+    assert fine.error is None and fine.reward == 1.0
+    monkeypatch.setattr(loop, "make_env", real_make_env)
+
+    class Failing:
+        name = "failing"
+
+        def act(self, conversations):
+            raise TimeoutError("policy server gone")
+
+    [episode] = run_episodes([other], Failing(), "sim", world_model=wm)
+    assert episode.error == "policy failed: TimeoutError: policy server gone" and episode.reward == 0.0

@@ -66,6 +66,7 @@ class Episode:
     policy_calls: int = 0
     world_model_calls: int = 0
     seconds: float = 0.0
+    """Wall time of the lockstep batch the episode ran in (its episodes finish together)."""
     trajectory_id: str | None = None
     check_observation: str | None = None
     done: bool = False

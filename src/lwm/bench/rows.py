@@ -11,10 +11,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from lwm.bench.rules import DIMENSIONS
 from lwm.types import TextId
-
-__all__ = ["DIMENSIONS", "Judgement", "Prediction", "Verdict"]
 
 
 class Prediction(BaseModel):

@@ -230,10 +230,11 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
         store = TrajectoryStore(root / policy.name)
         with console.status(f"{policy.name}: {len(chosen)} real episodes..."):
             episodes = run_episodes(chosen, policy, "real", store=store)
+        recorded = {t.id: t for t in store}
         for episode in episodes:
             if episode.error:
                 continue
-            trajectory = next(t for t in store if t.id == episode.trajectory_id)
+            trajectory = recorded[episode.trajectory_id]
             with console.status(f"simulated check of {episode.task.id} ({policy.name})..."):
                 try:
                     sim, seen = simulated_reward(episode.task, trajectory, wm)

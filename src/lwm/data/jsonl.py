@@ -21,10 +21,11 @@ Row = TypeVar("Row", bound=BaseModel)
 class JsonlFile(Generic[Row]):
     """``path`` holding one ``model`` per line, identified by its ``id`` field."""
 
-    def __init__(self, path: str | Path, model: type[Row], *, exclude_none: bool = False):
+    def __init__(self, path: str | Path, model: type[Row], *, exclude_none: bool = False, sync: bool = False):
         self.path = Path(path)
         self.model = model
         self.exclude_none = exclude_none  # rows other tools read, where a null would not mean "absent"
+        self.sync = sync  # fsync each line: for rows that cost minutes to redo (episodes), not per-sample rows
         self._handle: IO[str] | None = None
 
     def __iter__(self) -> Iterator[Row]:
@@ -55,7 +56,8 @@ class JsonlFile(Generic[Row]):
         return set(self.by_id())
 
     def append(self, row: Row) -> None:
-        """One whole line, flushed and synced: a kill leaves at most one partial line, which readers skip."""
+        """One whole line, flushed (and synced with ``sync``): a kill leaves at most one partial line, which
+        readers skip."""
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists() and self.path.stat().st_size:
@@ -68,7 +70,8 @@ class JsonlFile(Generic[Row]):
             self._handle = self.path.open("a", encoding="utf-8")
         self._handle.write(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
         self._handle.flush()
-        os.fsync(self._handle.fileno())
+        if self.sync:
+            os.fsync(self._handle.fileno())
 
     def write_all(self, rows: Iterable[Row]) -> int:
         """Replace the file with ``rows`` (through a temporary file: a kill never leaves half of it)."""
@@ -86,10 +89,4 @@ class JsonlFile(Generic[Row]):
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-
-    def __enter__(self) -> JsonlFile[Row]:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 

@@ -39,7 +39,7 @@ class TrajectoryStore:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.file = JsonlFile(self.root / TRAJECTORIES, Trajectory)
+        self.file = JsonlFile(self.root / TRAJECTORIES, Trajectory, sync=True)
 
     @property
     def path(self) -> Path:

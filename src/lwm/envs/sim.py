@@ -19,8 +19,8 @@ class SimEnv(TextEnv):
     def __init__(self, world_model: WorldModel, domain: str | Domain, context: Context | None = None,
                  render_mode: str | None = None):
         self.world_model = world_model
+        # This episode's sampling settings; the world model (perhaps shared by many envs) is left as it is.
         self.config: GenerateConfig | None = None
-        """This episode's sampling settings; the world model (perhaps shared by many envs) is left as it is."""
         super().__init__(domain, context, render_mode)
 
     def provenance(self) -> Provenance:
