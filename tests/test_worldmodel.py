@@ -55,6 +55,16 @@ def test_cache_key_includes_sampling_settings(tmp_path):
     assert len(backend.calls) == 2 and len(cache) == 2
 
 
+def test_greedy_answers_are_shared_across_seeds(tmp_path):
+    """Simulated episodes are seeded apart; a greedy world model answers them alike, so the cache serves them."""
+    backend = MockBackend()
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    for seed in (1, 2, None):
+        WorldModel(backend, cache=cache, config=GenerateConfig(seed=seed, temperature=0.0)).predict_sync(
+            trajectory("terminal"), LS)
+    assert len(backend.calls) == 1 and len(cache) == 1
+
+
 def test_unseeded_sampling_is_never_cached(tmp_path):
     backend = MockBackend()
     cache = GenerationCache(tmp_path / "c.sqlite")

@@ -37,7 +37,9 @@ def _digest(text: str) -> bytes:
 
 
 def cache_key(model: str, messages: list[Message], config: GenerateConfig) -> str:
-    key = hashlib.sha256(json.dumps([model, config.model_dump()]).encode("utf-8"))
+    # A greedy answer does not depend on the seed: episodes seeded apart still share it.
+    settings = config.model_dump(exclude={"seed"} if config.temperature == 0 else None)
+    key = hashlib.sha256(json.dumps([model, settings]).encode("utf-8"))
     key.update(b"".join(m["role"].encode() + _digest(m["content"]) for m in messages))
     return key.hexdigest()
 

@@ -33,7 +33,19 @@ def test_the_suites_are_large_split_by_task_and_listed():
     assert not train_rows & heldout_rows  # held-out entities never appear in a training task
     assert len({t.id for t in tasks()}) == len(tasks())
     listed = runner.invoke(app, ["agent", "tasks", "list", "--domain", "search"], env={"COLUMNS": "200"})
-    assert listed.exit_code == 0 and "syscall" in listed.output and "68" in listed.output
+    assert listed.exit_code == 0 and "syscall-lookup" in listed.output and "128" in listed.output
+
+
+def test_lookup_tasks_are_one_row_over_the_same_entity_split():
+    lookups = tasks("search", families=["syscall-lookup", "pymodule-lookup"])
+    assert len(lookups) == 300 and sum(t.split == "heldout" for t in lookups) == 60
+    assert all(len(t.check.gold) == 1 for t in lookups)
+    for split in ("train", "heldout"):
+        lookup = {t.check.gold[0][t.check.columns[0]] for t in lookups if t.split == split}
+        tables = {r[t.check.columns[0]] for t in tasks("search", split, ["syscall", "pymodule"]) for r in t.check.gold}
+        other = {r[t.check.columns[0]] for t in tasks("search", "heldout" if split == "train" else "train",
+                                                           ["syscall", "pymodule"]) for r in t.check.gold}
+        assert not lookup & other and lookup & tables  # same entity pools as the table tasks of its split
 
 
 def test_every_sampled_heldout_gold_table_is_reachable_in_the_real_search_engine():
@@ -43,7 +55,7 @@ def test_every_sampled_heldout_gold_table_is_reachable_in_the_real_search_engine
     for task in random.Random(0).sample(heldout, 20):
         key = task.check.columns[0]
         for row in task.check.gold:
-            value = found[task.family][row[key]]
+            value = found[task.family.split("-")[0]][row[key]]
             cells = [value] if isinstance(value, str) else list(value)
             assert cells == [row[c] for c in task.check.columns[1:]], (task.id, row)
 
@@ -105,6 +117,33 @@ def test_a_checker_that_crashes_gives_zero_and_says_so(monkeypatch):
     monkeypatch.setattr(loop, "reward", broken)
     [episode] = run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(MockBackend(), cache=False))
     assert episode.reward == 0.0 and episode.error == "checker failed: RuntimeError: checker bug"
+
+
+def test_eval_keeps_each_batch_resumes_and_refuses_other_settings(tmp_path):
+    args = ["agent", "eval", "--family", "syscall-lookup", "--policy", "expert", "--batch", "2", "--out", str(tmp_path)]
+    first = runner.invoke(app, [*args, "--limit", "3"], env={"COLUMNS": "200"})
+    assert first.exit_code == 0, first.output
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    again = runner.invoke(app, [*args, "--limit", "5"], env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and "resuming: 3 of 5" in again.output and "1.000" in again.output
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 5  # only the 2 new episodes ran
+    other = runner.invoke(app, [*args, "--max-steps", "3"])
+    assert other.exit_code == 2 and "max_steps: 8 -> 3" in other.output
+
+
+def test_the_simulator_writes_no_more_than_the_policy_reads():
+    seen = []
+    backend = MockBackend(lambda m: "<predicted_observation>page</predicted_observation>")
+    original = backend.generate
+
+    async def generate(messages, config):
+        seen.append(config.max_tokens)
+        return await original(messages, config)
+
+    backend.generate = generate
+    task = get_task(TASKS["search"])
+    run_episodes([task], ExpertPolicy([task]), "sim", world_model=loop.sim_world_model(backend, 300))
+    assert seen and set(seen) == {300}
 
 
 def test_unknown_task_and_bad_env_are_one_line_errors():

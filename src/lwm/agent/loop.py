@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from lwm.agent.table import item_f1
 from lwm.agent.tasks import Task, task_context
-from lwm.backends import Message
+from lwm.backends import Backend, GenerateConfig, Message
 from lwm.data.store import TrajectoryStore
 from lwm.domains import ActionError, get_domain
 from lwm.domains.base import render_tools
@@ -42,6 +42,9 @@ OBSERVATION_CHARS = 1200
 """How much of each observation the policy reads (the trajectory keeps it whole)."""
 SCREENS = {"terminal", "os"}
 """Domains whose observation is a screen: the newest part is at the bottom."""
+WORLD_MODEL_TOKENS = 512
+"""Most tokens the world model writes per simulated observation: the policy reads only the first or last
+``OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time spent on text nobody reads."""
 MAX_INVALID = 3
 FENCE = re.compile(r"```(?:json|python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -90,6 +93,12 @@ def observation_view(domain: str, observation: str) -> str:
     """The part of an observation the policy reads: a screen's last lines, any other text's beginning."""
     text = observation[-OBSERVATION_CHARS:] if domain in SCREENS else observation[:OBSERVATION_CHARS]
     return text or "(empty)"
+
+
+def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) -> WorldModel:
+    """The world model that plays the environment in ``--env sim`` (a spec or a backend), its answers capped
+    at ``max_tokens``."""
+    return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
 
 
 def parse_reply(reply: str, task: Task) -> Action | str:

@@ -26,7 +26,10 @@ from lwm.envs.real.search import DEFAULT_SOURCES, SearchIndex, corpus_index
 from lwm.envs.real.search_corpus import markdown
 from lwm.types import Context
 
-FAMILIES = {"syscall": 150, "pymodule": 150, "signal": 40}
+FAMILIES = {"syscall": 150, "pymodule": 150, "signal": 40, "syscall-lookup": 150, "pymodule-lookup": 150}
+"""Tasks per family. ``*-lookup`` families are one-row tasks over the same entities (one search, then the
+answer): sized so a small warm-started policy scores above 0 and below the ceiling. They come last, so the
+2-3 row tasks before them are the same for a seed whether or not they are built."""
 HELDOUT_SHARE = 0.2
 _SIGNAL_ROW = re.compile(r"\b(SIG[A-Z0-9]+) (P1990|P2001) (Term|Core|Ign|Stop|Cont) ")
 
@@ -76,7 +79,8 @@ def _instruction(what: str, names: list[str], columns: list[str], explain: str) 
 
 def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
           progress: Callable[[str], None] | None = None) -> list[Task]:
-    """The suite: ``FAMILIES[f]`` tasks per family, 2-3 rows each, deterministic for a seed and corpus."""
+    """The suite: ``FAMILIES[f]`` tasks per family, 2-3 rows each (one for lookups), deterministic for a seed
+    and corpus."""
     index = corpus_index(tuple(sources))
     rng = random.Random(seed)
     made: list[Task] = []
@@ -100,18 +104,19 @@ def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
                    lambda name: {"Signal": name, "Action": sigs[name][0], "Standard": sigs[name][1]}),
     }
     for family, count in FAMILIES.items():
-        entities, columns, text_columns, what, explain, row = specs[family]
+        base, _, lookup = family.partition("-")
+        entities, columns, text_columns, what, explain, row = specs[base]
         names = sorted(entities)
         if len(names) < 6:
             raise RuntimeError(f"the corpus gave only {len(names)} {family} entities; is the search corpus installed?")
-        by_entity = family != "signal"
+        by_entity = base != "signal"
         pools = {"train": [n for n in names if not _heldout(n)], "heldout": [n for n in names if _heldout(n)]} \
             if by_entity else {"train": names, "heldout": names}
         seen: set[tuple[str, ...]] = set()
         for k in range(count):
             split = "heldout" if k % 5 == 4 else "train"
             while True:
-                chosen = tuple(sorted(rng.sample(pools[split], rng.choice((2, 3)))))
+                chosen = tuple(sorted(rng.sample(pools[split], 1 if lookup else rng.choice((2, 3)))))
                 if chosen not in seen:
                     break
             seen.add(chosen)

@@ -16,6 +16,7 @@ entities of held-out tasks out of training tasks (``lwm agent tasks build``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -99,9 +100,10 @@ def task_context(task: Task) -> Context:
     return task.context.model_copy(update={"tools": tools}) if tools else task.context
 
 
-def tasks(domain: str | None = None, split: Split | None = None) -> list[Task]:
+def tasks(domain: str | None = None, split: Split | None = None, families: Sequence[str] = ()) -> list[Task]:
+    """The suites' tasks, in suite order: of one domain, one split and some families (all when not given)."""
     chosen = [t for d in ([domain] if domain else DOMAINS) if suite_path(d).exists() for t in load_suite(d)]
-    return [t for t in chosen if split is None or t.split == split]
+    return [t for t in chosen if (split is None or t.split == split) and (not families or t.family in families)]
 
 
 def get_task(task_id: str) -> Task:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lwm.agent.loop import Episode, run_episodes
+from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode, run_episodes, sim_world_model
 from lwm.agent.policy import LocalPolicy
 from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
@@ -35,6 +35,8 @@ class AgentRLConfig(StageConfig):
     domain: str = field(default="search", metadata={"help": "The suite: search, mcp or terminal."})
     env: str = field(default="sim", metadata={"help": "sim (a world model plays the environment) or real."})
     world_model: str = field(default="embedded:lwm-mini", metadata={"help": "With env: sim, the world model spec."})
+    world_model_tokens: int = field(default=WORLD_MODEL_TOKENS, metadata={
+        "help": "With env: sim, most tokens in one simulated observation."})
     families: list[str] = field(default_factory=list, metadata={"help": "Only these task families (all if empty)."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N train tasks."})
     episode_steps: int = field(default=4, metadata={"help": "Most actions per episode."})
@@ -111,7 +113,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
 
     if config.env not in ("sim", "real"):
         raise ValueError(f"env must be sim or real, not {config.env!r}")
-    chosen = [t for t in tasks(config.domain, "train") if not config.families or t.family in config.families]
+    chosen = tasks(config.domain, "train", config.families)
     chosen = chosen[: config.limit] if config.limit else chosen
     if not chosen:
         raise ValueError(f"no {config.domain} train tasks{' in ' + str(config.families) if config.families else ''}")
@@ -119,9 +121,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     model, tokenizer = load_model(config.model, config.seed)
     world_model = None
     if config.env == "sim":
-        from lwm.worldmodel import WorldModel
-
-        world_model = WorldModel(config.world_model)
+        world_model = sim_world_model(config.world_model, config.world_model_tokens)
     output_dir = Path(config.output_dir)
     store = TrajectoryStore(output_dir / "rollouts") if config.record else None
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": t.instruction}], "task_id": t.id}

@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from math import sqrt
 from pathlib import Path
 from statistics import mean, stdev
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from lwm.agent.loop import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
+from lwm.data.jsonl import JsonlFile
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).", no_args_is_help=True)
@@ -29,6 +33,8 @@ PolicySpec = Annotated[str, typer.Option("--policy", help="The agent: a model sp
 WorldModelSpec = Annotated[str, typer.Option("--world-model", help="With --env sim: the world model's spec.")]
 MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
 Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]
+Families = Annotated[list[str] | None, typer.Option("--family", help="Only this task family (repeatable).")]
+WorldModelTokens = Annotated[int, typer.Option(help="With --env sim: most tokens in one simulated observation.")]
 
 
 @tasks_app.command("list")
@@ -67,8 +73,6 @@ def tasks_build(domain: Annotated[str, typer.Option(help="search, mcp or termina
                 ) -> None:
     """(Re)build a suite from its sources: search from the corpus (every gold row checked against the real
     search engine), mcp and terminal from their templates (mcp asks the real servers for their tools)."""
-    from lwm.data.jsonl import JsonlFile
-
     if domain not in DOMAINS:
         raise fail(f"no task suite for {domain!r}; suites: {', '.join(DOMAINS)}", 2)
     with console.status(f"building the {domain} suite..."):
@@ -105,17 +109,19 @@ def _summary(rows: list[dict], title: str) -> Table:
 
 
 def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_steps: int, out: Path | None,
-         batch: int, seed: int, policy_options: dict, keep_episodes: bool = False) -> list[dict]:
-    from lwm.agent.loop import run_episodes
+         batch: int, seed: int, policy_options: dict, keep_episodes: bool = False,
+         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[dict]], None] | None = None
+         ) -> list[dict]:
+    """Episodes in batches; ``done`` gets each batch's rows as it finishes (so a long eval keeps its work)."""
+    from lwm.agent.loop import run_episodes, sim_world_model
     from lwm.agent.policy import make_policy
     from lwm.data.store import TrajectoryStore
-    from lwm.worldmodel import WorldModel
 
     if env not in ("sim", "real"):
         raise fail(f"--env must be sim or real, not {env!r}", 2)
     try:
         policy = make_policy(policy_spec, chosen, **policy_options)
-        wm = WorldModel(world_model) if env == "sim" else None
+        wm = sim_world_model(world_model, world_model_tokens) if env == "sim" else None
     except (ValueError, KeyError, RuntimeError) as exc:
         raise fail(str(exc), 2) from None
     store = TrajectoryStore(out) if out else None
@@ -124,24 +130,29 @@ def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_s
         with console.status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
             episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
                                     store=store, seed=seed + start)
-        rows += [{"task": e.task.id, "domain": e.task.domain, "family": e.task.family, "env": env,
-                  "policy": policy.name, "reward": e.reward, "answer": e.answer, "error": e.error,
-                  "steps": e.steps, "policy_calls": e.policy_calls, "world_model_calls": e.world_model_calls,
-                  "seconds": round(e.seconds, 3), "trajectory": e.trajectory_id,
-                  **({"episode": e} if keep_episodes else {})} for e in episodes]
+        made = [{"task": e.task.id, "domain": e.task.domain, "family": e.task.family, "env": env,
+                 "policy": policy.name, "reward": e.reward, "answer": e.answer, "error": e.error,
+                 "steps": e.steps, "policy_calls": e.policy_calls, "world_model_calls": e.world_model_calls,
+                 "seconds": round(e.seconds, 3), "trajectory": e.trajectory_id,
+                 **({"episode": e} if keep_episodes else {})} for e in episodes]
+        if done:
+            done(made)
+        rows += made
     return rows
 
 
 @agent_app.command("run")
 def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
             policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
-            out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0) -> None:
+            out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+            world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
     """One episode of one task; prints the episode and its reward, records the trajectory with --out."""
     try:
         chosen = get_task(task)
     except (UnknownTaskError, FileNotFoundError) as exc:
         raise fail(str(exc), 2) from None
-    row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {})[0]
+    row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {},
+               world_model_tokens=world_model_tokens)[0]
     console.print_json(json.dumps(row))
     if row["error"]:
         console.print(f"[yellow]episode ended with an error: {row['error']}[/]")
@@ -151,21 +162,66 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
 def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
              split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout", env: Env = "real",
              policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
+             family: Families = None,
              limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
              batch: Annotated[int, typer.Option(help="Episodes run together (one policy batch per step).")] = 8,
              out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
              max_tokens: Annotated[int, typer.Option(help="Most tokens in one policy reply.")] = 160,
-             temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0) -> None:
-    """Run a policy on a suite's tasks; mean reward per family with standard errors (results.jsonl in --out)."""
-    chosen = tasks(domain, split if split in ("train", "heldout") else None)[:limit]
+             temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0,
+             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
+    """Run a policy on a suite's tasks; mean reward per family with standard errors. With --out, each batch's
+    results are appended to OUT/results.jsonl as it ends, and a rerun goes on from there."""
+    chosen = tasks(domain, split if split in ("train", "heldout") else None, family or ())[:limit]
     if not chosen:
-        raise fail(f"no {domain} {split} tasks (lwm agent tasks list)", 2)
-    rows = _run(chosen, env, policy, world_model, max_steps, out, batch, seed,
-                {"max_tokens": max_tokens, "temperature": temperature})
+        raise fail(f"no {domain} {split} tasks{' in ' + ', '.join(family) if family else ''} "
+                   "(lwm agent tasks list)", 2)
+    settings = {"env": env, "policy": policy, "max_steps": max_steps, "max_tokens": max_tokens,
+                "temperature": temperature, "seed": seed, **({"world_model": world_model,
+                "world_model_tokens": world_model_tokens} if env == "sim" else {})}
+    results = _results(out, settings) if out else None
+    kept = {r.task: r.model_dump() for r in results.rows()} if results else {}
+    todo = [t for t in chosen if t.id not in kept]
+    if kept:
+        console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
+    made = iter(_run(todo, env, policy, world_model, max_steps, out, batch, seed,
+                     {"max_tokens": max_tokens, "temperature": temperature}, world_model_tokens=world_model_tokens,
+                     done=(lambda rows: [results.append(EvalRow(**r)) for r in rows]) if results else None)
+                if todo else [])
+    rows = [kept[t.id] if t.id in kept else next(made) for t in chosen]
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
-    if out:
-        with (out / "results.jsonl").open("w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+class EvalRow(BaseModel):
+    """One episode of ``lwm agent eval`` in OUT/results.jsonl."""
+
+    task: str
+    domain: str
+    family: str
+    env: str
+    policy: str
+    reward: float
+    answer: str | None = None
+    error: str | None = None
+    steps: int = 0
+    policy_calls: int = 0
+    world_model_calls: int = 0
+    seconds: float = 0.0
+    trajectory: str | None = None
+
+
+def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
+    """OUT/results.jsonl, next to OUT/eval.json (the eval's settings): a rerun with other settings is refused,
+    since its episodes would be mixed with these."""
+    out.mkdir(parents=True, exist_ok=True)
+    recorded = out / "eval.json"
+    if recorded.exists():
+        before = json.loads(recorded.read_text(encoding="utf-8"))
+        if before != settings:
+            differ = ", ".join(f"{k}: {before.get(k)!r} -> {v!r}" for k, v in settings.items() if before.get(k) != v)
+            raise fail(f"{out} holds an eval with other settings ({differ}); use a new --out", 2)
+    else:
+        recorded.write_text(json.dumps(settings, indent=1), encoding="utf-8")
+    return JsonlFile(out / "results.jsonl", EvalRow)
 
 
 @agent_app.command("train")
@@ -189,13 +245,14 @@ def train_cmd(config: Annotated[Path, typer.Option(help="YAML or JSON config (lw
 @agent_app.command("demos")
 def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm train sft.")],
               domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
+              family: Families = None,
               limit: Annotated[int | None, typer.Option(help="Only the first N train tasks.")] = None,
               record: Out = None) -> None:
     """Scripted expert episodes on the train tasks in the REAL environment, as SFT rows: the warm start a
     small policy needs before RL (it must be able to call a tool at all)."""
     from lwm.agent.train import demonstrations
 
-    rows = _run(tasks(domain, "train")[:limit], "real", "expert", o.DEFAULT_MODEL, 8, record, 8, 0, {},
+    rows = _run(tasks(domain, "train", family or ())[:limit], "real", "expert", o.DEFAULT_MODEL, 8, record, 8, 0, {},
                 keep_episodes=True)
     kept = demonstrations([r["episode"] for r in rows])
     out.parent.mkdir(parents=True, exist_ok=True)
