@@ -117,6 +117,42 @@ def test_adapter_export_gives_the_same_greedy_output_in_llama_cpp(smollm2_dir, r
     adapted.close()
 
 
+def test_a_gguf_adapter_imports_back_exactly(smollm2_dir, random_lora, tmp_path):
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from lwm.train.export import export_adapter, import_adapter
+
+    back = import_adapter(export_adapter(random_lora, tmp_path / "lora.gguf", dtype="f32"), tmp_path / "back")
+    original, imported = load_file(random_lora / "adapter_model.safetensors"), \
+        load_file(back / "adapter_model.safetensors")
+    assert original.keys() == imported.keys()
+    assert all(np.array_equal(original[k], imported[k]) for k in original)  # q/k rows un-permuted too
+    config = json.loads((back / "adapter_config.json").read_text())
+    assert config["r"] == 4 and config["lora_alpha"] == 8 and len(config["target_modules"]) == 7
+
+
+def test_the_shipped_world_model_becomes_a_trainable_adapter_that_acts_as_in_llama_cpp(smollm2_dir, tmp_path):
+    """LWM warm-up starts an agent policy from lwm-mini: its GGUF adapter imported as a peft folder must be
+    the same model llama.cpp runs."""
+    from llama_cpp import Llama
+
+    from lwm.backends.embedded import packaged_adapter
+    from lwm.train.base import packaged_adapter_dir
+    from lwm.train.export import export_model
+
+    folder = packaged_adapter_dir("lwm-mini", cache_dir=tmp_path)
+    assert folder is not None and packaged_adapter_dir("lwm-mini", cache_dir=tmp_path) == folder  # imported once
+    assert packaged_adapter_dir("smollm2", cache_dir=tmp_path) is None
+    base = export_model(smollm2_dir, tmp_path / "base.gguf", dtype="f32")
+    adapted = Llama(str(base), lora_path=str(packaged_adapter("lwm-mini")[1]), n_ctx=256, verbose=False)
+    model, tokenizer = _peft(smollm2_dir, folder)
+    for prompt in PROMPTS:
+        ids, expected = _hf_greedy(model, tokenizer, prompt)
+        assert _cpp_greedy(adapted, ids) == expected, prompt
+    adapted.close()
+
+
 def test_export_cli_writes_a_quantized_model_the_embedded_backend_runs(random_lora, tmp_path):
     from lwm.backends import GenerateConfig
     from lwm.backends.embedded import EmbeddedBackend

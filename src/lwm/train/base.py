@@ -7,6 +7,7 @@ cache so later loads take a fraction of a second instead of many.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -34,5 +35,26 @@ def base_model_dir(name: str = "smollm2", cache_dir: str | Path | None = None) -
     staging = folder.with_name(folder.name + f".{os.getpid()}.tmp")
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
+    staging.rename(folder)
+    return folder
+
+
+def packaged_adapter_dir(name: str, cache_dir: str | Path | None = None) -> Path | None:
+    """A peft folder for a packaged GGUF adapter (``lwm-mini``), imported once into the cache; None when
+    ``name`` is not one. How an agent policy starts from the shipped world model (LWM warm-up)."""
+    from lwm.backends.embedded import packaged_adapter
+
+    found = packaged_adapter(name) if not Path(name).exists() else None
+    if found is None:
+        return None
+    base, gguf = found
+    digest = hashlib.sha256(gguf.read_bytes()).hexdigest()[:12]
+    root = Path(cache_dir or os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
+    folder = root / "adapters" / f"{name.lower()}-{digest}"
+    if (folder / "adapter_config.json").exists():
+        return folder
+    from lwm.train.export import import_adapter
+
+    staging = import_adapter(gguf, folder.with_name(folder.name + f".{os.getpid()}.tmp"), base)
     staging.rename(folder)
     return folder

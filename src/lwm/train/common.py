@@ -7,18 +7,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lwm.train.base import base_model_dir
+from lwm.train.base import base_model_dir, packaged_adapter_dir
 
 
 def load_model(name: str, seed: int) -> tuple[Any, Any]:
     """(model, tokenizer) in fp32 (pure bf16 did not learn on CPU), with a pad token.
 
     ``name`` may be an earlier stage's LoRA folder: its base is loaded and the same adapter keeps
-    training, so CPT -> SFT -> RL end with one adapter over the original base (one file to ship)."""
+    training, so CPT -> SFT -> RL end with one adapter over the original base (one file to ship). It may
+    also name a packaged adapter (``lwm-mini``): training then starts from the shipped world model."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
+    name = str(packaged_adapter_dir(name) or name)  # "lwm-mini": the shipped world model's adapter
     adapter = Path(name) / "adapter_config.json"
     base = name
     if adapter.is_file():

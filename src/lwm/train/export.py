@@ -1,4 +1,5 @@
-"""Trained models back to llama.cpp: a LoRA adapter as a GGUF adapter, or a merged model as a GGUF model.
+"""Trained models back to llama.cpp: a LoRA adapter as a GGUF adapter, or a merged model as a GGUF model;
+and a GGUF adapter back to a peft folder (``import_adapter``), so a shipped world model can be trained on.
 
 Both are written with the ``gguf`` package, using the base model's own GGUF (the packaged SmolLM2 by
 default) as the template: its metadata and tokenizer are copied unchanged, and every tensor keeps its
@@ -135,6 +136,50 @@ def export_adapter(adapter_dir: str | Path, out: str | Path, base: str = "smollm
         suffix = ".lora_a" if ".lora_A." in key else ".lora_b"
         writer.add_tensor(names[hf] + suffix, value.astype(target))
     return _write(writer, out)
+
+
+def _unpermute(weights: np.ndarray, heads: int) -> np.ndarray:
+    """The inverse of ``_permute``: transformers' row order from llama.cpp's."""
+    return (weights.reshape(heads, weights.shape[0] // heads // 2, 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def import_adapter(path: str | Path, out: str | Path, base: str = "smollm2") -> Path:
+    """A GGUF LoRA adapter (e.g. the packaged lwm-mini) -> a peft folder over ``base``: the exact inverse of
+    ``export_adapter`` (a round trip gives the same tensors), so training can start from a shipped adapter."""
+    import gguf
+    from safetensors.numpy import save_file
+
+    path, out = Path(path), Path(out)
+    adapter = gguf.GGUFReader(str(path))
+    if _field(adapter, "general.type") != "adapter" or _field(adapter, gguf.Keys.Adapter.TYPE) != "lora":
+        raise ExportError(f"{path}: not a GGUF LoRA adapter")
+    reader = _template(base)
+    hf_name = {name: hf for hf, name in _names(reader).items()}
+    tensors: dict[str, np.ndarray] = {}
+    ranks, modules = set(), set()
+    for tensor in adapter.tensors:
+        name, _, part = tensor.name.rpartition(".")
+        hf = hf_name.get(name)
+        if hf is None or part not in ("lora_a", "lora_b"):
+            raise ExportError(f"{path}: tensor {tensor.name} targets nothing in the {base} base")
+        value = np.array(tensor.data, dtype=np.float32)
+        heads = _heads(reader, hf)
+        if part == "lora_b" and heads:
+            value = _unpermute(value, heads)
+        ranks.add(value.shape[0] if part == "lora_a" else value.shape[1])
+        modules.add(hf.split(".")[-2])
+        kind = "lora_A" if part == "lora_a" else "lora_B"
+        tensors[f"base_model.model.{hf.removesuffix('.weight')}.{kind}.weight"] = value
+    if len(ranks) != 1:
+        raise ExportError(f"{path}: LoRA ranks differ across tensors ({sorted(ranks)})")
+    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base, "r": ranks.pop(),
+              "lora_alpha": float(_field(adapter, gguf.Keys.Adapter.LORA_ALPHA)), "target_modules": sorted(modules),
+              "lora_dropout": 0.0, "bias": "none", "fan_in_fan_out": False, "inference_mode": False}
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / "adapter_model.safetensors"))
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    return out
 
 
 def _merged_state(model_dir: Path) -> dict[str, np.ndarray]:
