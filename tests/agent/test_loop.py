@@ -131,6 +131,22 @@ def test_eval_keeps_each_batch_resumes_and_refuses_other_settings(tmp_path):
     assert other.exit_code == 2 and "max_steps: 8 -> 3" in other.output
 
 
+def test_compare_pairs_two_evals_task_by_task(tmp_path):
+    base = ["agent", "eval", "--family", "pymodule-lookup", "--limit", "4", "--max-steps", "2"]
+    assert runner.invoke(app, [*base, "--policy", "expert", "--out", str(tmp_path / "expert")]).exit_code == 0
+    idle = ScriptedPolicy([call("final_answer", answer="nothing found")])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("lwm.agent.policy.make_policy", lambda *a, **k: idle)
+        assert runner.invoke(app, [*base, "--policy", "idle", "--out", str(tmp_path / "idle")]).exit_code == 0
+    result = runner.invoke(app, ["agent", "compare", str(tmp_path / "expert"), str(tmp_path / "idle")],
+                           env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if "idle" in x and "real" in x)
+    assert "0/0/4" in line and "-1.000" in line and "0.000" in line  # lost every task, by the whole reward
+    missing = runner.invoke(app, ["agent", "compare", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "no results.jsonl" in missing.output
+
+
 def test_the_simulator_writes_no_more_than_the_policy_reads():
     seen = []
     backend = MockBackend(lambda m: "<predicted_observation>page</predicted_observation>")

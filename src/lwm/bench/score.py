@@ -8,13 +8,13 @@ every valid sample's total score. Failed samples are counted and shown, never dr
 from __future__ import annotations
 
 from collections import defaultdict
-from math import sqrt
-from statistics import mean, stdev
+from statistics import mean
 from typing import Any
 
 from rich.table import Table
 
 from lwm.bench.rules import DIMENSIONS
+from lwm.stats import paired
 
 DISPLAY = {"mcp": "MCP", "search": "Search", "terminal": "Terminal", "swe": "SWE", "android": "Android",
            "web": "Web", "os": "OS"}
@@ -124,13 +124,7 @@ def paired_differences(first: dict[str, dict[str, Any]], last: dict[str, dict[st
         if b is None or a.get("failed", 1.0) != 0.0 or b.get("failed", 1.0) != 0.0:
             continue
         pairs[domain_of(a)].append(normalize(b["total_score"]) - normalize(a["total_score"]))
-    out: dict[str, Any] = {}
-    for domain in sorted(pairs):
-        d = pairs[domain]
-        out[domain] = {"n": len(d), "wins": sum(x > 0 for x in d), "ties": sum(x == 0 for x in d),
-                       "losses": sum(x < 0 for x in d), "mean": mean(d),
-                       "se": stdev(d) / sqrt(len(d)) if len(d) > 1 else None}
-    return out
+    return {domain: paired(pairs[domain]) for domain in sorted(pairs)}
 
 
 def paired_table(paired: dict[str, Any], names: tuple[str, str]) -> Table:

@@ -6,9 +6,8 @@ import json
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from math import sqrt
 from pathlib import Path
-from statistics import mean, stdev
+from statistics import mean
 from typing import Annotated
 
 import typer
@@ -21,6 +20,7 @@ from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_pat
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.data.jsonl import JsonlFile
+from lwm.stats import paired, standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).", no_args_is_help=True)
@@ -102,8 +102,7 @@ def _summary(rows: list[dict], title: str) -> Table:
         groups.setdefault((row["domain"], row["family"]), []).append(row)
     for (d, f), items in sorted(groups.items()) + [(("all", ""), rows)]:
         values = [r["reward"] for r in items]
-        se = stdev(values) / sqrt(len(values)) if len(values) > 1 else 0.0
-        table.add_row(d, f, str(len(items)), f"{mean(values):.3f}", f"{se:.3f}",
+        table.add_row(d, f, str(len(items)), f"{mean(values):.3f}", f"{standard_error(values) or 0.0:.3f}",
                       str(sum(bool(r["error"]) for r in items)), f"{mean(r['steps'] for r in items):.1f}")
     return table
 
@@ -222,6 +221,40 @@ def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
     else:
         recorded.write_text(json.dumps(settings, indent=1), encoding="utf-8")
     return JsonlFile(out / "results.jsonl", EvalRow)
+
+
+@agent_app.command("compare")
+def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent eval --out folders; the first is the "
+                                                               "baseline.")]) -> None:
+    """Evals of several policies on the same tasks, task by task: each run's mean reward, and its paired
+    difference from the first run's on the tasks both ran (won / tied / lost, mean, standard error)."""
+    loaded = []
+    for run in runs:
+        path = run / "results.jsonl"
+        if not path.is_file():
+            raise fail(f"{run} has no results.jsonl (an lwm agent eval --out folder)", 2)
+        rows = {r.task: r for r in JsonlFile(path, EvalRow).rows()}
+        settings = json.loads((run / "eval.json").read_text(encoding="utf-8")) if (run / "eval.json").is_file() else {}
+        loaded.append((run, rows, settings))
+    base_name, base, base_settings = loaded[0]
+    table = Table(title=f"paired against {base_name} (reward: item F1 / checker)")
+    for col in ("run", "policy", "env", "tasks", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
+                "mean diff", "± s.e."):
+        table.add_column(col, justify="left" if col in ("run", "policy", "env") else "right")
+    for run, rows, settings in loaded:
+        values = [r.reward for r in rows.values()]
+        diff = paired([rows[t].reward - base[t].reward for t in rows if t in base])
+        colour = "green" if diff["mean"] > 0 else "red" if diff["mean"] < 0 else "white"
+        table.add_row(str(run), settings.get("policy", "?"), settings.get("env", "?"), str(len(rows)),
+                      f"{mean(values):.3f}" if values else "-", f"{standard_error(values) or 0.0:.3f}",
+                      str(diff["n"]), f"{diff['wins']}/{diff['ties']}/{diff['losses']}",
+                      f"[{colour}]{diff['mean']:+.3f}[/]", "-" if diff["se"] is None else f"{diff['se']:.3f}")
+    console.print(table)
+    differ = {k for _, _, s in loaded[1:] for k in ("max_steps", "max_tokens", "temperature", "env")
+              if s.get(k) != base_settings.get(k)}
+    if differ:
+        Console(stderr=True).print(f"[yellow]warning: the runs differ in {', '.join(sorted(differ))}: not a "
+                                   "like-for-like comparison[/]", highlight=False)
 
 
 @agent_app.command("train")
