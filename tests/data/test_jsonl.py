@@ -42,3 +42,17 @@ def test_exclude_none_leaves_absent_fields_out_and_write_all_replaces(tmp_path):
     assert file.write_all([Row(id="x"), Row(id="y", value=0)]) == 2
     assert file.path.read_text() == '{"id":"x"}\n{"id":"y","value":0}\n'
     assert list(JsonlFile(tmp_path / "missing.jsonl", Row)) == []
+
+
+def test_appends_from_many_threads_keep_every_row_whole(tmp_path):
+    """Episodes of a batch finish in parallel threads; the first appends raced to open the file (EBADF)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for attempt in range(5):
+        file = JsonlFile(tmp_path / f"rows{attempt}.jsonl", Row, sync=True)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(file.append, [Row(id=str(k), value=k) for k in range(64)]))
+        file.close()
+        problems: list[str] = []
+        assert {r.id for r in file.rows(problems)} == {str(k) for k in range(64)} and not problems
+        assert len((tmp_path / f"rows{attempt}.jsonl").read_text().splitlines()) == 64

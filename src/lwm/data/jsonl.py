@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Generic, TypeVar
@@ -27,6 +28,7 @@ class JsonlFile(Generic[Row]):
         self.exclude_none = exclude_none  # rows other tools read, where a null would not mean "absent"
         self.sync = sync  # fsync each line: for rows that cost minutes to redo (episodes), not per-sample rows
         self._handle: IO[str] | None = None
+        self._lock = threading.Lock()  # episodes of a batch finish in parallel threads and append together
 
     def __iter__(self) -> Iterator[Row]:
         return self.rows()
@@ -57,7 +59,11 @@ class JsonlFile(Generic[Row]):
 
     def append(self, row: Row) -> None:
         """One whole line, flushed (and synced with ``sync``): a kill leaves at most one partial line, which
-        readers skip."""
+        readers skip. Safe to call from several threads."""
+        with self._lock:
+            self._append(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+
+    def _append(self, line: str) -> None:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists() and self.path.stat().st_size:
@@ -68,7 +74,7 @@ class JsonlFile(Generic[Row]):
                     with self.path.open("ab") as handle:
                         handle.write(b"\n")
             self._handle = self.path.open("a", encoding="utf-8")
-        self._handle.write(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+        self._handle.write(line)
         self._handle.flush()
         if self.sync:
             os.fsync(self._handle.fileno())
@@ -86,7 +92,8 @@ class JsonlFile(Generic[Row]):
         return count
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
 
