@@ -11,11 +11,11 @@ from statistics import mean
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from lwm.agent.loop import WORLD_MODEL_TOKENS
+from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
@@ -93,24 +93,52 @@ def tasks_build(domain: Annotated[str, typer.Option(help="search, mcp or termina
     console.print(f"{len(built)} tasks ({split['train']} train, {split['heldout']} held out) written to {path}")
 
 
-def _summary(rows: list[dict], title: str) -> Table:
+class EvalRow(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    """One episode of ``lwm agent eval`` in OUT/results.jsonl."""
+
+    task: str
+    domain: str
+    family: str
+    env: str
+    policy: str
+    reward: float
+    answer: str | None = None
+    error: str | None = None
+    steps: int = 0
+    policy_calls: int = 0
+    world_model_calls: int = 0
+    seconds: float = 0.0
+    trajectory: str | None = None
+    episode: Episode | None = Field(default=None, exclude=True)
+    """The episode itself, in this process only (``demos`` turns it into SFT rows)."""
+
+    @classmethod
+    def of(cls, e: Episode, policy: str, keep_episode: bool = False) -> EvalRow:
+        return cls(task=e.task.id, domain=e.task.domain, family=e.task.family, env=e.env, policy=policy,
+                   reward=e.reward, answer=e.answer, error=e.error, steps=e.steps, policy_calls=e.policy_calls,
+                   world_model_calls=e.world_model_calls, seconds=round(e.seconds, 3), trajectory=e.trajectory_id,
+                   episode=e if keep_episode else None)
+
+
+def _summary(rows: list[EvalRow], title: str) -> Table:
     table = Table(title=title)
     for col in ("domain", "family", "episodes", "mean reward", "± s.e.", "errors", "steps/episode"):
         table.add_column(col, justify="left" if col in ("domain", "family") else "right")
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
-        groups.setdefault((row["domain"], row["family"]), []).append(row)
+        groups.setdefault((row.domain, row.family), []).append(row)
     for (d, f), items in sorted(groups.items()) + [(("all", ""), rows)]:
-        values = [r["reward"] for r in items]
+        values = [r.reward for r in items]
         table.add_row(d, f, str(len(items)), f"{mean(values):.3f}", f"{standard_error(values) or 0.0:.3f}",
-                      str(sum(bool(r["error"]) for r in items)), f"{mean(r['steps'] for r in items):.1f}")
+                      str(sum(bool(r.error) for r in items)), f"{mean(r.steps for r in items):.1f}")
     return table
 
 
 def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_steps: int, out: Path | None,
          batch: int, seed: int, policy_options: dict, keep_episodes: bool = False,
-         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[dict]], None] | None = None
-         ) -> list[dict]:
+         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None
+         ) -> list[EvalRow]:
     """Episodes in batches; ``done`` gets each batch's rows as it finishes (so a long eval keeps its work)."""
     from lwm.agent.loop import run_episodes, sim_world_model
     from lwm.agent.policy import make_policy
@@ -129,11 +157,7 @@ def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_s
         with console.status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
             episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
                                     store=store, seed=seed + start)
-        made = [{"task": e.task.id, "domain": e.task.domain, "family": e.task.family, "env": env,
-                 "policy": policy.name, "reward": e.reward, "answer": e.answer, "error": e.error,
-                 "steps": e.steps, "policy_calls": e.policy_calls, "world_model_calls": e.world_model_calls,
-                 "seconds": round(e.seconds, 3), "trajectory": e.trajectory_id,
-                 **({"episode": e} if keep_episodes else {})} for e in episodes]
+        made = [EvalRow.of(e, policy.name, keep_episodes) for e in episodes]
         if done:
             done(made)
         rows += made
@@ -152,9 +176,9 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
         raise fail(str(exc), 2) from None
     row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {},
                world_model_tokens=world_model_tokens)[0]
-    console.print_json(json.dumps(row))
-    if row["error"]:
-        console.print(f"[yellow]episode ended with an error: {row['error']}[/]")
+    console.print_json(row.model_dump_json())
+    if row.error:
+        console.print(f"[yellow]episode ended with an error: {row.error}[/]")
 
 
 @agent_app.command("eval")
@@ -178,34 +202,16 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
                 "temperature": temperature, "seed": seed, **({"world_model": world_model,
                 "world_model_tokens": world_model_tokens} if env == "sim" else {})}
     results = _results(out, settings) if out else None
-    kept = {r.task: r.model_dump() for r in results.rows()} if results else {}
+    kept = {r.task: r for r in results.rows()} if results else {}
     todo = [t for t in chosen if t.id not in kept]
     if kept:
         console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
     made = iter(_run(todo, env, policy, world_model, max_steps, out, batch, seed,
                      {"max_tokens": max_tokens, "temperature": temperature}, world_model_tokens=world_model_tokens,
-                     done=(lambda rows: [results.append(EvalRow(**r)) for r in rows]) if results else None)
+                     done=(lambda rows: [results.append(r) for r in rows]) if results else None)
                 if todo else [])
     rows = [kept[t.id] if t.id in kept else next(made) for t in chosen]
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
-
-
-class EvalRow(BaseModel):
-    """One episode of ``lwm agent eval`` in OUT/results.jsonl."""
-
-    task: str
-    domain: str
-    family: str
-    env: str
-    policy: str
-    reward: float
-    answer: str | None = None
-    error: str | None = None
-    steps: int = 0
-    policy_calls: int = 0
-    world_model_calls: int = 0
-    seconds: float = 0.0
-    trajectory: str | None = None
 
 
 def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
@@ -287,11 +293,11 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
 
     rows = _run(tasks(domain, "train", family or ())[:limit], "real", "expert", o.DEFAULT_MODEL, 8, record, 8, 0, {},
                 keep_episodes=True)
-    kept = demonstrations([r["episode"] for r in rows])
+    kept = demonstrations([r.episode for r in rows if r.episode])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
-    console.print(f"{len(kept)} rows from {sum(r['reward'] == 1.0 for r in rows)} of {len(rows)} solved episodes "
+    console.print(f"{len(kept)} rows from {sum(r.reward == 1.0 for r in rows)} of {len(rows)} solved episodes "
                   f"written to {out}")
 
 
