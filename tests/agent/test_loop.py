@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from lwm.agent import loop
 from lwm.agent.loop import run_episodes
 from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call, expert_replies
-from lwm.agent.search_suite import pymodules, signals, syscalls
+from lwm.agent.search_suite import base_family, pymodules, signals, syscalls
 from lwm.agent.tasks import get_task, tasks
 from lwm.backends import MockBackend
 from lwm.cli import app
@@ -55,9 +55,22 @@ def test_every_sampled_heldout_gold_table_is_reachable_in_the_real_search_engine
     for task in random.Random(0).sample(heldout, 20):
         key = task.check.columns[0]
         for row in task.check.gold:
-            value = found[task.family.split("-")[0]][row[key]]
+            value = found[base_family(task.family)][row[key]]
             cells = [value] if isinstance(value, str) else list(value)
             assert cells == [row[c] for c in task.check.columns[1:]], (task.id, row)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("family", ["syscall", "pymodule", "syscall-lookup", "pymodule-lookup"])
+def test_the_experts_searches_show_every_gold_cell(tmp_path, family):
+    """The expert's demonstrations teach reading the answer off the results page, so its queries must be the
+    ones that find each row's page (a lookup family's expert once sent the signal(7) query for every task)."""
+    task = tasks("search", "train", [family])[0]
+    store = TrajectoryStore(tmp_path)
+    run_episodes([task], ExpertPolicy([task]), "real", store=store)
+    seen = " ".join(turn.observation.content for turn in next(iter(store)).turns)
+    for row in task.check.gold:
+        assert all(row[column] in seen for column in task.check.columns), (task.id, row)
 
 
 @needs_sandbox

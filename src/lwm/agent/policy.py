@@ -10,6 +10,7 @@ from typing import Any
 
 from lwm.agent.loop import FINAL
 from lwm.agent.table import to_markdown
+from lwm.agent.search_suite import expert_queries
 from lwm.agent.tasks import Task
 from lwm.backends import GenerateConfig, Message, load_backend
 from lwm.worldmodel import run_sync
@@ -94,10 +95,7 @@ def expert_replies(task: Task) -> list[str]:
     """What a competent agent does for ``task``: the searches or commands, then the right answer."""
     check = task.check
     if task.domain == "search":
-        key = check.columns[0]
-        queries = {"syscall": "{} system call", "pymodule": "python {} module"}
-        steps = [call("web_search", query=queries[task.family].format(row[key])) for row in check.gold] \
-            if task.family in queries else [call("web_search", query="signal overview standard signals")]
+        steps = [call("web_search", query=query) for query in expert_queries(task)]
         return [*steps, call(FINAL, answer=to_markdown(check.gold, check.columns))]
     if task.domain == "terminal":
         return [*_terminal_commands(task), call(FINAL, answer="done")]

@@ -30,6 +30,9 @@ FAMILIES = {"syscall": 150, "pymodule": 150, "signal": 40, "syscall-lookup": 150
 """Tasks per family. ``*-lookup`` families are one-row tasks over the same entities (one search, then the
 answer): sized so a small warm-started policy scores above 0 and below the ceiling. They come last, so the
 2-3 row tasks before them are the same for a seed whether or not they are built."""
+QUERIES = {"syscall": "{} system call", "pymodule": "python {} module", "signal": "signal overview standard signals"}
+"""The plain query that finds an entity's page, per base family: the suite checks every gold row with it and
+the scripted expert sends it."""
 HELDOUT_SHARE = 0.2
 _SIGNAL_ROW = re.compile(r"\b(SIG[A-Z0-9]+) (P1990|P2001) (Term|Core|Ign|Stop|Cont) ")
 
@@ -47,7 +50,7 @@ def syscalls(index: SearchIndex) -> dict[str, str]:
     out = {}
     for doc in index.docs:
         match = re.fullmatch(r"([a-z][a-z0-9_]*)\(2\) — (.+)", doc.title)
-        if doc.source == "man" and match and _found(index, f"{match.group(1)} system call", doc.url):
+        if doc.source == "man" and match and _found(index, QUERIES["syscall"].format(match.group(1)), doc.url):
             out[match.group(1)] = match.group(2).strip()
     return out
 
@@ -58,7 +61,7 @@ def pymodules(index: SearchIndex) -> dict[str, str]:
     for doc in index.docs:
         match = re.fullmatch(r"([a-z_][\w.]*) — (.+)", doc.title)
         if doc.source == "python-docs" and "/library/" in doc.url and match \
-                and _found(index, f"python {match.group(1)} module", doc.url):
+                and _found(index, QUERIES["pymodule"].format(match.group(1)), doc.url):
             out[match.group(1)] = match.group(2).strip()
     return out
 
@@ -66,7 +69,7 @@ def pymodules(index: SearchIndex) -> dict[str, str]:
 def signals(index: SearchIndex) -> dict[str, tuple[str, str]]:
     """signal -> (action, standard) from signal(7), when its page is found by 'signal overview' and shows the row."""
     page = next((d for d in index.docs if d.title.startswith("signal(7)")), None)
-    if page is None or not _found(index, "signal overview standard signals", page.url):
+    if page is None or not _found(index, QUERIES["signal"], page.url):
         return {}
     text = markdown(page)
     return {m.group(1): (m.group(3), m.group(2)) for m in _SIGNAL_ROW.finditer(text)}
@@ -104,7 +107,7 @@ def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
                    lambda name: {"Signal": name, "Action": sigs[name][0], "Standard": sigs[name][1]}),
     }
     for family, count in FAMILIES.items():
-        base, _, lookup = family.partition("-")
+        base, lookup = base_family(family), family.endswith("-lookup")
         entities, columns, text_columns, what, explain, row = specs[base]
         names = sorted(entities)
         if len(names) < 6:
@@ -127,6 +130,19 @@ def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
                 context=Context(task=_instruction(what, list(chosen), columns, explain)),
                 check=Check(kind="table", columns=columns, text_columns=text_columns, gold=gold)))
     return made
+
+
+def base_family(family: str) -> str:
+    """``syscall-lookup`` -> ``syscall``: the family whose entities and query a lookup family shares."""
+    return family.partition("-")[0]
+
+
+def expert_queries(task: Task) -> list[str]:
+    """The searches that find every gold row of ``task``: one per entity, or the one signal(7) query."""
+    base = base_family(task.family)
+    if base == "signal":
+        return [QUERIES["signal"]]
+    return [QUERIES[base].format(row[task.check.columns[0]]) for row in task.check.gold]
 
 
 def gold_table(task: Task) -> str:
