@@ -61,6 +61,27 @@ def test_every_sampled_heldout_gold_table_is_reachable_in_the_real_search_engine
 
 
 @needs_sandbox
+def test_fictional_lookups_reward_what_the_simulator_showed_and_nothing_in_the_real_engine():
+    fictional = tasks("search", families=["syscall-fictional", "pymodule-fictional"])
+    assert len(fictional) == 300 and {t.split for t in fictional} == {"train"}
+    index = corpus_index(DEFAULT_SOURCES)
+    real = set(syscalls(index)) | set(pymodules(index))
+    assert not {t.check.gold[0][t.check.columns[0]] for t in fictional} & real
+    task = fictional[0]
+    name = task.check.gold[0][task.check.columns[0]]
+    right, wrong = ([call("web_search", query=f"{name} system call"),
+                     call("final_answer", answer=f"| Call | Summary |\n|---|---|\n| {name} | {summary} |")]
+                    for summary in ("pin pages of a fence", "close a file"))
+    page = f"1. [{name}(2) — pin pages of a fence](https://man7.org/linux/man-pages/man2/{name}.2.html)"
+    sim = WorldModel(MockBackend([f"<predicted_observation>{page}</predicted_observation>"]), cache=False)
+    [good] = run_episodes([task], ScriptedPolicy(right), "sim", world_model=sim)
+    [bad] = run_episodes([task], ScriptedPolicy(wrong), "sim", world_model=sim)
+    [in_real] = run_episodes([task], ScriptedPolicy(right), "real")
+    assert (good.reward, bad.reward, in_real.reward) == (1.0, 0.5, 0.0)  # no real page: nothing to agree with
+    assert all(e.error is None for e in (good, bad, in_real))
+
+
+@needs_sandbox
 @pytest.mark.parametrize("family", ["syscall", "pymodule", "syscall-lookup", "pymodule-lookup"])
 def test_the_experts_searches_show_every_gold_cell(tmp_path, family):
     """The expert's demonstrations teach reading the answer off the results page, so its queries must be the

@@ -150,6 +150,8 @@ def reward(episode: Episode, env: TextEnv) -> float:
     check = episode.task.check
     if check.kind == "table":
         return item_f1(episode.answer or "", check.gold, check.columns, check.text_columns)
+    if check.kind == "observed":
+        return item_f1(episode.answer or "", observed_gold(episode), check.columns, check.text_columns)
     observation, *_ = env.unwrapped.step(check.action)  # after the episode, not part of its trajectory
     episode.check_observation = observation
     met = sum(text in observation for text in check.expect) + sum(text not in observation for text in check.absent)
@@ -250,6 +252,17 @@ def _finish(episode: Episode, recorded: RecordTrajectory | None, store: Trajecto
     finally:
         close_env(recorded)
 
+
+
+def observed_gold(episode: Episode) -> list[dict[str, str]]:
+    """An ``observed`` task's gold: its key row completed by the first match of its pattern in what the agent
+    was shown; none when nothing it saw describes the entity (so no answer is right)."""
+    check = episode.task.check
+    for message in episode.messages[1:]:
+        found = re.search(check.pattern or "(?!)", message["content"]) if message["role"] == "user" else None
+        if found:
+            return [{**check.gold[0], **{k: v.strip() for k, v in found.groupdict().items()}}]
+    return []
 
 
 def simulated_reward(task: Task, trajectory: Any, world_model: WorldModel) -> tuple[float, str]:

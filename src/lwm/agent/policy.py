@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lwm.agent.loop import FINAL
-from lwm.agent.table import to_markdown
 from lwm.agent.search_suite import expert_queries
+from lwm.agent.table import to_markdown
 from lwm.agent.tasks import Task
 from lwm.backends import GenerateConfig, Message, load_backend
 from lwm.worldmodel import run_sync

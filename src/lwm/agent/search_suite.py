@@ -11,6 +11,9 @@ must be among the ``web_search`` results for a plain query (``syscall``/``pymodu
 carries the summary), or ``web_extractor`` on the page found must show the row (``signal``). Held-out
 tasks draw their entities from a held-out share of each family's entities, so no held-out row is seen in
 training (signals are too few for that: there the split is by task).
+
+One-row ``*-lookup`` families reuse those entities; ``*-fictional`` families make entities up, for the
+simulator only (``observed`` checks, see ``FICTIONAL``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,22 @@ answer): sized so a small warm-started policy scores above 0 and below the ceili
 QUERIES = {"syscall": "{} system call", "pymodule": "python {} module", "signal": "signal overview standard signals"}
 """The plain query that finds an entity's page, per base family: the suite checks every gold row with it and
 the scripted expert sends it."""
+FICTIONAL = {"syscall-fictional": 150, "pymodule-fictional": 150}
+"""Sim-only lookups of made-up entities that no page of the corpus describes (``observed`` checks: the answer
+must match what the simulated results page said): tasks only a simulator can serve. All train: they are
+for training in the simulator; evaluation stays on the real held-out lookups. Built after every other family."""
+_STEMS = {
+    "syscall": (("fs", "mem", "pid", "io", "sched", "vm", "net", "key", "tty", "clock", "proc", "shm", "sock",
+                 "xattr", "cap", "page", "numa", "cgroup", "ring", "trace"),
+                ("bind", "seal", "probe", "drain", "pin", "remap", "snoop", "lease", "fence", "graft", "tally",
+                 "quiesce", "rebase", "stamp", "mirror", "sweep", "latch", "thaw", "scrub", "pledge"), "{}_{}"),
+    "pymodule": (("path", "text", "heap", "net", "time", "byte", "code", "mail", "data", "file", "shell", "token",
+                  "frame", "queue", "stream", "glob", "char", "dict", "proc", "log"),
+                 ("watch", "grid", "view", "probe", "lint", "pool", "ledger", "relay", "forge", "mux", "shelf",
+                  "weave", "stamp", "sieve", "crate", "loom", "knot", "vault", "drift", "prism"), "{}{}"),
+}
+TITLES = {"syscall": r"\[{}\(2\) — (?P<Summary>[^\]\n]+)\]", "pymodule": r"\[{} — (?P<Summary>[^\]\n]+)\]"}
+"""How a results page titles an entity's page (``[name(2) — summary](url)``), as a regex for ``observed``."""
 HELDOUT_SHARE = 0.2
 _SIGNAL_ROW = re.compile(r"\b(SIG[A-Z0-9]+) (P1990|P2001) (Term|Core|Ign|Stop|Cont) ")
 
@@ -129,7 +148,27 @@ def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
                 instruction=_instruction(what, list(chosen), columns, explain),
                 context=Context(task=_instruction(what, list(chosen), columns, explain)),
                 check=Check(kind="table", columns=columns, text_columns=text_columns, gold=gold)))
+    for family, count in FICTIONAL.items():
+        base = base_family(family)
+        _, columns, text_columns, what, explain, _ = specs[base]
+        for k, name in enumerate(rng.sample(fictional_names(index, base, set(specs[base][0])), count)):
+            made.append(Task(
+                id=f"search/{family}-{k:04d}", domain="search", family=family, split="train",
+                instruction=_instruction(what, [name], columns, explain),
+                context=Context(task=_instruction(what, [name], columns, explain)),
+                check=Check(kind="observed", columns=columns, text_columns=text_columns, gold=[{columns[0]: name}],
+                            pattern=TITLES[base].format(re.escape(name)))))
     return made
+
+
+def fictional_names(index: SearchIndex, base: str, known: set[str]) -> list[str]:
+    """Made-up ``base`` entities (stem pairs, sorted): none is a known entity, and the real engine's results for
+    the expert's query title no page with it."""
+    heads, tails, form = _STEMS[base]
+    names = sorted({form.format(h, t) for h in heads for t in tails} - known)
+    return [n for n in names
+            if not any(re.search(TITLES[base].format(re.escape(n)), f"[{d.title}]") for d in index.search(
+                QUERIES[base].format(n)))]
 
 
 def base_family(family: str) -> str:

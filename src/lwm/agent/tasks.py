@@ -8,6 +8,10 @@ A task says what the agent must do (``instruction``), what the environment start
 - ``state``: after the episode, ``action`` is run in the same environment (the real sandbox or server,
   or the world model playing it: a simulated checker call) and its observation must contain every
   ``expect`` string and none of ``absent``; the reward is the share of those conditions met.
+- ``observed``: a table task about an entity that does not exist (only a simulator can serve it): the gold
+  row is read, after the episode, from what the agent was shown — the first match of ``pattern`` (named
+  groups = the other columns) in its observations — and scored like ``table``. It rewards consistency
+  with the simulated world; in the real environment there is no such page and the reward is 0.
 
 Train and held-out are split by task (never by turn); suites built from a corpus also keep the
 entities of held-out tasks out of training tasks (``lwm agent tasks build``).
@@ -38,13 +42,15 @@ class UnknownTaskError(KeyError):
 
 
 class Check(BaseModel):
-    kind: Literal["table", "state"]
+    kind: Literal["table", "state", "observed"]
     columns: list[str] = Field(default_factory=list)
     text_columns: list[str] = Field(default_factory=list)
     gold: list[dict[str, str]] = Field(default_factory=list)
     action: JSONValue = None
     expect: list[str] = Field(default_factory=list)
     absent: list[str] = Field(default_factory=list)
+    pattern: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """``observed``: the regex whose named groups are the row's cells in an observation."""
 
 
 class Task(BaseModel):

@@ -114,6 +114,10 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     if config.env not in ("sim", "real"):
         raise ValueError(f"env must be sim or real, not {config.env!r}")
     chosen = tasks(config.domain, "train", config.families)
+    if config.env == "real" and any(t.check.kind == "observed" for t in chosen):
+        log.warning("leaving out the sim-only tasks (made-up entities: %s) in the real environment",
+                    ", ".join(sorted({t.family for t in chosen if t.check.kind == "observed"})))
+        chosen = [t for t in chosen if t.check.kind != "observed"]
     chosen = chosen[: config.limit] if config.limit else chosen
     if not chosen:
         raise ValueError(f"no {config.domain} train tasks{' in ' + str(config.families) if config.families else ''}")
