@@ -42,6 +42,9 @@ def test_episode_tokens_mask_the_environment_and_train_on_replies():
     replies = tokenizer.decode([t for t, m in zip(completion, mask, strict=True) if m])
     context = tokenizer.decode([t for t, m in zip(completion, mask, strict=True) if not m])
     assert "ls" in replies and "done" in replies and "Observation" in context and "Observation" not in replies
+    assert completion[-1] == tokenizer.eos_token_id  # ends where generation stopped: TRL counts it finished
+    trained = [t for t, m in zip(completion, mask, strict=True) if m]
+    assert trained.count(tokenizer.eos_token_id) == 2 and tokenizer.decode(trained).count("\n") == 0
     assert len(episode_tokens(messages, tokenizer, limit=3)[1]) == 3
 
 

@@ -68,9 +68,14 @@ def episode_tokens(messages: list[Message], tokenizer: Any, limit: int) -> tuple
         if not current.startswith(previous):
             raise ValueError("the chat template does not render a conversation as a prefix of its continuation")
         ids = tokenizer(current[len(previous):], add_special_tokens=False)["input_ids"]
+        # A reply is trained up to its end-of-turn token, which is where generation stopped; what the template
+        # adds after it (a newline) is context. The episode ends on that token, so TRL sees it as finished.
+        end = ids.index(tokenizer.eos_token_id) + 1 if reply and tokenizer.eos_token_id in ids else len(ids)
         completion += ids
-        mask += [int(reply)] * len(ids)
+        mask += [int(reply)] * end + [0] * (len(ids) - end)
         previous = current
+        if k == len(messages) - 1:
+            del completion[len(completion) - len(ids) + end:], mask[len(mask) - len(ids) + end:]
     return prompt_ids, completion[:limit], mask[:limit]
 
 
