@@ -93,3 +93,13 @@ def test_data_build_take_samples_per_domain_and_names_a_bad_count(tmp_path):
     result = runner.invoke(app, ["data", "build", str(source), "--stage", "sft", "--out", str(out),
                                  "--take", "os1"])
     assert result.exit_code != 0 and "DOMAIN=N" in result.output
+
+
+def test_version_and_short_help_everywhere():
+    import lwm
+
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.output.strip() == f"lwm {lwm.__version__}"
+    for args in (["-h"], ["agent", "-h"], ["agent", "eval", "-h"]):
+        shown = runner.invoke(app, args)
+        assert shown.exit_code == 0 and "Usage: lwm" in shown.output, args

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import typer
 
+from lwm import __version__
 from lwm.cli import agent, bench, collect, data, demo, models, shell, simulate, testserver, train
 
 app = typer.Typer(name="lwm", help="Language world models: simulate an agent's environment with an LLM.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 for module in (demo, simulate, shell, models, collect, data, bench, train, agent, testserver):
     module.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"lwm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print lwm's version and exit.")) -> None:
+    """Language world models: simulate an agent's environment with an LLM."""
 
 
 def main() -> None:
