@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from lwm.agent import loop
 from lwm.agent.loop import run_episodes
-from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call, expert_replies
+from lwm.agent.policy import ExpertPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies
 from lwm.agent.search_suite import base_family, pymodules, signals, syscalls
 from lwm.agent.tasks import get_task, tasks
 from lwm.backends import MockBackend
@@ -79,6 +79,22 @@ def test_fictional_lookups_reward_what_the_simulator_showed_and_nothing_in_the_r
     [in_real] = run_episodes([task], ScriptedPolicy(right), "real")
     assert (good.reward, bad.reward, in_real.reward) == (1.0, 0.5, 0.0)  # no real page: nothing to agree with
     assert all(e.error is None for e in (good, bad, in_real))
+
+
+@needs_sandbox
+def test_the_reader_copies_what_the_engine_shows_in_real_and_sim():
+    """The reader's sim-vs-real rewards measure whether a simulated engine serves the rewarded answers."""
+    chosen = [tasks("search", "heldout", [f])[0] for f in ("syscall-lookup", "pymodule-lookup")]
+    real = run_episodes(chosen, ReaderPolicy(chosen), "real")
+    assert [e.reward for e in real] == [1.0, 1.0] and all(e.error is None for e in real)
+    task = chosen[0]
+    name, summary = task.check.gold[0]["Call"], task.check.gold[0]["Summary"]
+    pages = [f"1. [{name}(2) — {summary}](https://man7.org/x)", "1. [other(2) — something else](https://man7.org/y)"]
+    sims = [run_episodes([task], ReaderPolicy([task]), "sim", world_model=WorldModel(
+        MockBackend([f"<predicted_observation>{page}</predicted_observation>"]), cache=False))[0] for page in pages]
+    assert [e.reward for e in sims] == [1.0, pytest.approx(2 / 3)]  # no title for it: summary left empty (recall 1/2)
+    with pytest.raises(ValueError, match="signal"):
+        ReaderPolicy(tasks("search", "train", ["signal"]))
 
 
 @needs_sandbox

@@ -258,11 +258,18 @@ def observed_gold(episode: Episode) -> list[dict[str, str]]:
     """An ``observed`` task's gold: its key row completed by the first match of its pattern in what the agent
     was shown; none when nothing it saw describes the entity (so no answer is right)."""
     check = episode.task.check
-    for message in episode.messages[1:]:
-        found = re.search(check.pattern or "(?!)", message["content"]) if message["role"] == "user" else None
+    found = observed_cells(check.pattern or "(?!)", episode.messages)
+    return [{**check.gold[0], **found}] if found is not None else []
+
+
+def observed_cells(pattern: str, messages: Sequence[Message]) -> dict[str, str] | None:
+    """The named groups of the first match of ``pattern`` in the observations of a conversation (its user
+    messages), stripped; None when no observation matches."""
+    for message in messages[1:]:
+        found = re.search(pattern, message["content"]) if message["role"] == "user" else None
         if found:
-            return [{**check.gold[0], **{k: v.strip() for k, v in found.groupdict().items()}}]
-    return []
+            return {k: v.strip() for k, v in found.groupdict().items()}
+    return None
 
 
 def simulated_reward(task: Task, trajectory: Any, world_model: WorldModel) -> tuple[float, str]:

@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lwm.agent.loop import FINAL
-from lwm.agent.search_suite import expert_queries
+from lwm.agent.loop import FINAL, observed_cells
+from lwm.agent.search_suite import TITLES, base_family, expert_queries, title_pattern
 from lwm.agent.table import to_markdown
 from lwm.agent.tasks import Task
 from lwm.backends import GenerateConfig, Message, load_backend
@@ -149,11 +149,44 @@ class ExpertPolicy:
         return out
 
 
+class ReaderPolicy:
+    """A scripted agent that knows where to look but not the answer: it sends the expert's searches, then
+    answers with each entity's summary copied from the first results title that names it (empty when none
+    does). Its reward in sim against real, on the same tasks, says how far a simulated engine serves the
+    answers a policy is rewarded for (``lwm agent eval --policy reader --env sim|real``)."""
+
+    name = "reader"
+
+    def __init__(self, tasks: Sequence[Task]):
+        unreadable = sorted({t.family for t in tasks if base_family(t.family) not in TITLES})
+        if unreadable:
+            raise ValueError(f"the reader answers system call and module lookups only, not {', '.join(unreadable)}")
+        self.tasks = {t.instruction: t for t in tasks}
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        out = []
+        for messages in conversations:
+            line = next((s for s in messages[0]["content"].splitlines() if s.startswith("Task: ")), "")
+            task = self.tasks[line.removeprefix("Task: ")]
+            queries, turn = expert_queries(task), sum(m["role"] == "assistant" for m in messages)
+            if turn < len(queries):
+                out.append(call("web_search", query=queries[turn]))
+                continue
+            key, base = task.check.columns[0], base_family(task.family)
+            rows = [{key: row[key], **(observed_cells(title_pattern(base, row[key]), messages) or {})}
+                    for row in task.check.gold]
+            out.append(call(FINAL, answer=to_markdown(rows, task.check.columns)))
+        return out
+
+
 def make_policy(spec: str, tasks: Sequence[Task] = (), *, max_tokens: int = 160, temperature: float = 0.0) -> Any:
-    """``expert`` (the scripted experts of ``tasks``), ``hf:DIR`` (a local HF model or LoRA folder, batched in
+    """``expert`` (the scripted experts of ``tasks``), ``reader`` (searches like the expert, copies what it
+    sees), ``hf:DIR`` (a local HF model or LoRA folder, batched in
     this process) or any model spec (``embedded``, ``openai:NAME`` ...); greedy by default."""
     if spec == "expert":
         return ExpertPolicy(tasks)
+    if spec == "reader":
+        return ReaderPolicy(tasks)
     if spec.startswith("hf:"):
         return LocalPolicy.load(spec.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature)
     return ModelPolicy(spec, max_tokens=max_tokens, temperature=temperature)

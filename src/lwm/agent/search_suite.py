@@ -157,7 +157,7 @@ def build(seed: int = 0, sources: tuple[str, ...] = DEFAULT_SOURCES,
                 instruction=_instruction(what, [name], columns, explain),
                 context=Context(task=_instruction(what, [name], columns, explain)),
                 check=Check(kind="observed", columns=columns, text_columns=text_columns, gold=[{columns[0]: name}],
-                            pattern=TITLES[base].format(re.escape(name)))))
+                            pattern=title_pattern(base, name))))
     return made
 
 
@@ -167,8 +167,13 @@ def fictional_names(index: SearchIndex, base: str, known: set[str]) -> list[str]
     heads, tails, form = _STEMS[base]
     names = sorted({form.format(h, t) for h in heads for t in tails} - known)
     return [n for n in names
-            if not any(re.search(TITLES[base].format(re.escape(n)), f"[{d.title}]") for d in index.search(
+            if not any(re.search(title_pattern(base, n), f"[{d.title}]") for d in index.search(
                 QUERIES[base].format(n)))]
+
+
+def title_pattern(base: str, name: str) -> str:
+    """The regex of a results title for entity ``name`` of family ``base``, the summary as group ``Summary``."""
+    return TITLES[base].format(re.escape(name))
 
 
 def base_family(family: str) -> str:
