@@ -53,6 +53,21 @@ def test_unknown_domain_is_refused(tmp_path):
     assert result.exit_code == 2 and "no real environment" in result.output
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["--domain", "mcp"], "MCPEnv needs a server"),
+    (["--domain", "mcp", "--env-option", "preset=nonexistent"], "unknown MCP server preset 'nonexistent'"),
+    (["--domain", "terminal", "--env-option", "bogus=1"], "unexpected keyword argument 'bogus'"),
+    (["--domain", "swe", "--project", "missing.tar.gz"], "SWE project not found"),
+    ([], "say which real environment to record"),
+    (["--domain", "terminal", "--max-steps", "0"], "--max-steps must be at least 1"),
+])
+def test_ordinary_mistakes_are_one_line_and_record_nothing(tmp_path, args, said):
+    result = runner.invoke(app, ["collect", *args, "--out", str(tmp_path / "c")])
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("lwm: error: ") and said in lines[0]
+    assert not (tmp_path / "c").exists() or not list(read_trajectories(tmp_path / "c"))
+
+
 @needs_sandbox
 @needs_tmux
 @pytest.mark.slow

@@ -10,9 +10,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from lwm.cli.simulate import fail
 from lwm.collect import EpisodeResult, plan, run
 from lwm.collect.presets import PRESETS, plan_preset
-from lwm.registry import names
+from lwm.registry import get, names
 
 
 def collect(
@@ -41,9 +42,11 @@ def collect(
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         return _run(console, todo, skipped, workers, out, preset, executor)
+    have = ", ".join(sorted(set(names("env")) & set(names("explorer"))))
+    if domain is None:
+        raise fail(f"say which real environment to record: --domain ({have}) or --preset ({', '.join(PRESETS)})", 2)
     if domain not in names("env") or domain not in names("explorer"):
-        raise typer.BadParameter(f"no real environment with an explorer for {domain!r}; "
-                                 f"have: {', '.join(sorted(set(names('env')) & set(names('explorer'))))}")
+        raise fail(f"no real environment with an explorer for {domain!r}; have: {have}", 2)
     options: dict = {"project": str(project)} if project else {}
     for item in env_option or []:
         key, _, value = item.partition("=")
@@ -51,9 +54,28 @@ def collect(
             options[key] = json.loads(value) if value else True
         except json.JSONDecodeError:
             options[key] = value  # a plain string: --env-option preset=memory
+    if max_steps < 1 or episodes < 1:
+        raise fail(f"--episodes and --max-steps must be at least 1 (got {episodes} and {max_steps})", 2)
     policy_options = {"base_url": base_url} if base_url else {}
     todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy, policy_options)
+    if todo:
+        _preflight(domain, options)
     _run(console, todo, skipped, workers, out, domain, executor)
+
+
+def _preflight(domain: str, options: dict) -> None:
+    """Start the environment once before the episodes, so a mistake in its options (an unknown preset, a
+    missing project, no server) is one line and exit 2, not a failed episode per episode."""
+    env = None
+    try:
+        env = get("env", domain)(**options)
+        env.reset(seed=0)
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+        shown = " ".join(f"{k}={v}" for k, v in options.items()) or "no options"
+        raise fail(f"cannot start the {domain} environment ({shown}): {type(exc).__name__}: {exc}", 2) from None
+    finally:
+        if env is not None:
+            env.close()
 
 
 def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, label: str, executor: str) -> None:
