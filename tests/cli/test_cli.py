@@ -103,3 +103,12 @@ def test_version_and_short_help_everywhere():
     for args in (["-h"], ["agent", "-h"], ["agent", "eval", "-h"]):
         shown = runner.invoke(app, args)
         assert shown.exit_code == 0 and "Usage: lwm" in shown.output, args
+
+
+def test_data_commands_on_nothing_fail_in_one_line(tmp_path):
+    missing = runner.invoke(app, ["data", "stats", str(tmp_path / "missing")])
+    assert missing.exit_code == 2 and missing.stderr.strip() == f"lwm: error: {tmp_path / 'missing'}: no such file or folder"
+    (tmp_path / "t.jsonl").write_text("not json\n")
+    empty = runner.invoke(app, ["data", "split", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "split")])
+    assert empty.exit_code == 1 and "lwm: error: no trajectories in" in empty.stderr and "1 unreadable" in empty.stderr
+    assert "t.jsonl:1" in empty.stderr and not (tmp_path / "split").exists()  # the bad line is named, nothing written

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lwm.cli.simulate import fail
 from lwm.data import read_trajectories, write_trajectories
 from lwm.data.build import build
 from lwm.types import Trajectory
@@ -19,11 +20,20 @@ from lwm.types import Trajectory
 data_app = typer.Typer(help="Work with trajectory files.", no_args_is_help=True)
 
 
-def load(paths: list[Path], console: Console) -> list[Trajectory]:
+def load(paths: list[Path]) -> list[Trajectory]:
+    """Every trajectory of ``paths``; unreadable lines are named on stderr, and a missing path or no
+    trajectories at all is an error (a command on nothing must not look like a result)."""
+    for path in paths:
+        if not path.exists():
+            raise fail(f"{path}: no such file or folder", 2)
     problems: list[str] = []
     trajectories = [t for p in paths for t in read_trajectories(p, problems)]
+    warn = Console(stderr=True)
     for problem in problems:
-        console.print(f"[yellow]{problem}[/]", markup=True, highlight=False)
+        warn.print(f"[yellow]{problem}[/]", markup=True, highlight=False)
+    if not trajectories:
+        skipped = f" ({len(problems)} unreadable lines)" if problems else ""
+        raise fail(f"no trajectories in {', '.join(str(p) for p in paths)}{skipped}")
     return trajectories
 
 
@@ -42,7 +52,7 @@ def split(
 ) -> None:
     """Split by trajectory, never by turn, so no held-out turn's history is seen in training."""
     console = Console()
-    trajectories = load(inputs, console)
+    trajectories = load(inputs)
     test = [t for t in trajectories if in_heldout(t.id, heldout, seed)]
     train = [t for t in trajectories if not in_heldout(t.id, heldout, seed)]
     write_trajectories(out / "train.jsonl", train)
@@ -55,7 +65,7 @@ def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders 
     """Counts and lengths per domain."""
     console = Console()
     by_domain: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in load(inputs, console):
+    for t in load(inputs):
         by_domain[t.domain].append(t)
     table = Table(title="trajectories")
     for column in ("domain", "trajectories", "turns", "turns/traj (median)", "obs chars (median)", "step s (median)"):
@@ -87,7 +97,7 @@ def build_cmd(
 ) -> None:
     """Build a training set for one stage, in the layout the WorldModel uses at inference."""
     console = Console()
-    trajectories = load(inputs, console)
+    trajectories = load(inputs)
     heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
     skipped: list[str] = []
     try:
