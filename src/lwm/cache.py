@@ -16,6 +16,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from filelock import FileLock
 from platformdirs import user_cache_dir
 
 from lwm.backends.base import GenerateConfig, Generation, Message
@@ -48,11 +49,14 @@ class GenerationCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+        # Switching a fresh database to WAL takes a lock SQLite does not wait for: processes opening the
+        # same new cache at once got "database is locked". One at a time, across processes, for the setup.
+        with FileLock(f"{self.path}.lock"):
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                self._db.execute(statement)
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Generation | None:
