@@ -63,6 +63,22 @@ def test_unreachable_server_is_a_clear_error():
     assert result.exit_code == 1 and "connection failed" in result.output
 
 
+def test_a_hung_server_fails_interactive_commands_in_their_time_budget():
+    import time
+
+    from lwm.testing.openai_server import ScriptedServer
+
+    with ScriptedServer() as hung:
+        hung.inject("hang", times=10, seconds=30)
+        started = time.monotonic()
+        result = runner.invoke(app, ["simulate", "--action", ECHO, "--model", "openai:m", "--base-url", hung.base_url,
+                                     "--timeout", "1", "--no-cache"])
+        took = time.monotonic() - started
+    # --retries defaults to 1 for simulate and shell: two attempts of --timeout each, then one clear line.
+    assert result.exit_code == 1 and "no complete answer within 1s" in result.output and "2 attempts" in result.output
+    assert took < 20
+
+
 def test_models_lists_every_backend():
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0

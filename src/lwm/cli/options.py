@@ -26,9 +26,14 @@ MaxTokens = Annotated[int, typer.Option(help="Most tokens in one answer.")]
 PromptsDir = Annotated[Path | None, typer.Option(help="Templates laid out as <dir>/<domain>/system_prompt.txt "
                                                 "(Qwen-AgentWorld's prompts/ layout).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")]
+Timeout = Annotated[float, typer.Option(help="A server's (openai:) most seconds for one answer before it is retried.")]
+Retries = Annotated[int, typer.Option(help="Retries of a server's (openai:) failed or timed-out answer.")]
 DEFAULT_MODEL = DEFAULT_SPEC
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
-             "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache}
+             "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
+             "retries": Retries}
+INTERACTIVE = {"timeout": 30.0, "retries": 1}
+"""Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
 
 
 @dataclass(frozen=True)
@@ -43,11 +48,14 @@ class ModelOptions:
     max_tokens: int = 512
     prompts_dir: Path | None = None
     no_cache: bool = False
+    timeout: float = 300.0
+    retries: int = 5
 
     def world_model(self, concurrency: int | None = None) -> WorldModel:
         config = GenerateConfig(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens)
         return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
-                          base_url=self.base_url, api_key=self.api_key, concurrency=concurrency)
+                          base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
+                          timeout=self.timeout, max_retries=self.retries)
 
 
 def model_options(*, exclude: tuple[str, ...] = (), **defaults: Any) -> Callable[[F], F]:

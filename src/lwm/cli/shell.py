@@ -110,7 +110,7 @@ def stdin_line(prompt: str) -> str:
     return line.rstrip("\n")
 
 
-@o.model_options()
+@o.model_options(**o.INTERACTIVE)
 def shell(
     domain: Annotated[str, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = "terminal",
     tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context) for mcp/swe.")] = None,

@@ -35,7 +35,7 @@ def load_state(domain: str | None, context: Path | None, history: Path | None) -
     return trajectory
 
 
-@o.model_options()
+@o.model_options(**o.INTERACTIVE)
 def simulate(
     action: Annotated[str, typer.Option(help="The action in the domain's format ('-' reads stdin).")],
     domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = None,
