@@ -37,6 +37,16 @@ def test_bad_bytes_and_wrong_rows_are_named_not_raised(tmp_path):
     assert [p.split(": skipped")[0] for p in problems] == [f"{path}:2", f"{path}:3"]
 
 
+def test_deep_nesting_and_huge_lines_are_named_once_with_where_and_why(tmp_path, caplog):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"[" * 100_000 + b"\n" + b'{"id": "' + b"x" * 100_000 + b'"}\n{"value": 1}\n')
+    problems: list[str] = []
+    assert [len(r.id) for r in JsonlFile(path, Row).rows(problems)] == [100_000]
+    assert problems[0].startswith(f"{path}:1: skipped: Invalid JSON: recursion limit exceeded")
+    assert problems[1:] == [f"{path}:3: skipped: id: Field required"]
+    assert not caplog.records  # said once, by the caller that collects problems, not logged as well
+
+
 def test_exclude_none_leaves_absent_fields_out_and_write_all_replaces(tmp_path):
     file = JsonlFile(tmp_path / "rows.jsonl", Row, exclude_none=True)
     assert file.write_all([Row(id="x"), Row(id="y", value=0)]) == 2

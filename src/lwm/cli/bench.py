@@ -51,10 +51,11 @@ def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
                                               or seen[s.domain] <= limit)]
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from None
+    warn = Console(stderr=True)
     for problem in problems:
-        console.print(f"[yellow]{problem}[/]", highlight=False)
+        warn.print(f"[yellow]{problem}[/]", highlight=False)
     if problems:
-        console.print(f"[yellow]{len(problems)} bad lines skipped[/]")
+        warn.print(f"[yellow]{len(problems)} bad lines skipped[/]")
     return samples
 
 

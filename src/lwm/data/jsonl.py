@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger(__name__)
 Row = TypeVar("Row", bound=BaseModel)
@@ -45,9 +45,10 @@ class JsonlFile(Generic[Row]):
                 try:
                     yield self.model.model_validate_json(line)
                 except ValueError as exc:
-                    message = f"{self.path}:{number}: skipped: {str(exc).splitlines()[0][:200]}"
-                    log.warning(message)
-                    if problems is not None:
+                    message = f"{self.path}:{number}: skipped: {_why(exc)}"
+                    if problems is None:
+                        log.warning(message)
+                    else:  # the caller says it, once
                         problems.append(message)
 
     def by_id(self, problems: list[str] | None = None) -> dict[str, Row]:
@@ -97,3 +98,12 @@ class JsonlFile(Generic[Row]):
                 self._handle.close()
                 self._handle = None
 
+
+def _why(exc: ValueError) -> str:
+    """The first reason a line was refused, where it is (``turns.0.action: Field required``), not pydantic's
+    "1 validation error for Trajectory" headline."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return f"{where + ': ' if where else ''}{error['msg']}"[:200]
+    return str(exc).splitlines()[0][:200]
