@@ -1,8 +1,13 @@
 """The collect runner: a broken episode (even one whose environment cannot be built) ends with an error."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from lwm.collect.runner import EpisodeSpec, plan, run, run_episode
+from tests.waiting import wait_for
 
 
 def test_an_env_that_cannot_be_built_ends_its_episode_not_the_collection(tmp_path):
@@ -16,5 +21,26 @@ def test_an_env_that_cannot_be_built_ends_its_episode_not_the_collection(tmp_pat
 
 
 def test_an_episode_of_no_steps_is_refused():
-    with pytest.raises(ValueError, match="max_steps must be at least 1"):
+    with pytest.raises(ValueError, match="--max-steps must be at least 1"):
         plan("terminal", 1, 0, 0, "/tmp/unused")
+
+
+def test_pool_workers_die_with_a_killed_parent(tmp_path):
+    """A collection killed by SIGKILL must not leave workers running episodes and appending to the store."""
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        "import os\n"
+        "import time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from lwm.collect.runner import die_with_parent\n"
+        "with ProcessPoolExecutor(2, initializer=die_with_parent) as pool:\n"
+        "    pids = {pool.submit(os.getpid).result() for _ in range(8)}\n"
+        "    busy = [pool.submit(time.sleep, 60) for _ in range(2)]\n"
+        "    print(' '.join(map(str, pids)), flush=True)\n"
+        "    time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, str(parent)], stdout=subprocess.PIPE, text=True)
+    workers = proc.stdout.readline().split()
+    assert workers and all(Path(f"/proc/{pid}").exists() for pid in workers)
+    proc.kill()  # SIGKILL of the parent only, as a crash or the OOM killer would
+    proc.wait()
+    assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 5), workers

@@ -54,10 +54,12 @@ def collect(
             options[key] = json.loads(value) if value else True
         except json.JSONDecodeError:
             options[key] = value  # a plain string: --env-option preset=memory
-    if max_steps < 1 or episodes < 1:
-        raise fail(f"--episodes and --max-steps must be at least 1 (got {episodes} and {max_steps})", 2)
     policy_options = {"base_url": base_url} if base_url else {}
-    todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy, policy_options)
+    try:
+        todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy,
+                             policy_options)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
     if todo:
         _preflight(domain, options)
     _run(console, todo, skipped, workers, out, domain, executor)

@@ -7,8 +7,11 @@ a killed run is resumed by running the same command again: finished episodes are
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
+import signal
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -22,6 +25,8 @@ from gymnasium.wrappers import TimeLimit
 from lwm.data.store import TrajectoryStore
 from lwm.envs.record import RecordTrajectory
 from lwm.registry import get
+
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,9 @@ def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
          env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15, tag: str = "",
          policy: str = "explorer", policy_options: dict[str, Any] | None = None) -> tuple[list[EpisodeSpec], int]:
     """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped."""
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1 (got {max_steps}): an episode of no steps records nothing")
+    if max_steps < 1 or episodes < 1:
+        raise ValueError(f"--episodes and --max-steps must be at least 1 (got {episodes} and {max_steps}): "
+                         "nothing would be recorded")
     done = TrajectoryStore(out).finished_ids()
     specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate, tag, policy,
                          policy_options or {}) for i in range(episodes)]
@@ -132,10 +138,19 @@ def run(specs: list[EpisodeSpec], workers: int = 1,
         for spec in specs:
             done(run_episode(spec))
         return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
         for future in as_completed([pool.submit(run_episode, spec) for spec in specs]):
             done(future.result())
     return results
+
+
+def die_with_parent() -> None:
+    """A worker ends when the collection process dies, even by SIGKILL: a stray worker would keep appending
+    episodes that a rerun also runs (Linux's PR_SET_PDEATHSIG; elsewhere nothing is set)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:  # the parent died before the flag was set
+            os._exit(1)
 
 
 def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResult], None]) -> None:
