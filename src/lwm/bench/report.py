@@ -45,6 +45,29 @@ def bars_svg(scores: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+SHOWN_CHARS = 20_000
+"""Most characters of one observation in the report (a 10 MB observation made a 62 MB page)."""
+DIFF_LINE_CHARS = 2_000
+"""difflib's line diff recurses on long lines (a 100,000-character line crashed the report)."""
+
+
+def _shown(text: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return html.escape(text)
+    return f"{html.escape(text[:SHOWN_CHARS])}\n… ({len(text) - SHOWN_CHARS:,} more characters not shown)"
+
+
+def _diff(differ: difflib.HtmlDiff, real: str, predicted: str) -> str:
+    """The line diff of the two observations as shown, or a note saying why there is none."""
+    a, b = real[:SHOWN_CHARS].splitlines(), predicted[:SHOWN_CHARS].splitlines()
+    if any(len(line) > DIFF_LINE_CHARS for line in (*a, *b)):
+        return f"<p>(no line diff: a line is longer than {DIFF_LINE_CHARS:,} characters)</p>"
+    try:
+        return differ.make_table(a, b, "real", "predicted")
+    except RecursionError:
+        return "<p>(no line diff: too deep for difflib)</p>"
+
+
 def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]], samples: dict[str, BenchSample],
                  title: str = "lwm benchmark report", limit: int = 300) -> Path:
     differ = difflib.HtmlDiff(wrapcolumn=80)
@@ -65,10 +88,9 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
             f"<details><summary>{html.escape(row['id'])} · {DISPLAY.get(sample.domain, sample.domain)} · "
             f"{html.escape(verdict)}</summary>"
             f"<p><b>Action</b></p><pre>{html.escape(sample.current_prompt or sample.prompt[sample.index])}</pre>"
-            f"<table><tr><th>real</th><th>predicted</th></tr><tr><td><pre>{html.escape(real)}</pre></td>"
-            f"<td><pre>{html.escape(predicted)}</pre></td></tr></table>"
-            f"<div class='diff'>{differ.make_table(real.splitlines(), predicted.splitlines(), 'real', 'predicted')}"
-            "</div>"
+            f"<table><tr><th>real</th><th>predicted</th></tr><tr><td><pre>{_shown(real)}</pre></td>"
+            f"<td><pre>{_shown(predicted)}</pre></td></tr></table>"
+            f"<div class='diff'>{_diff(differ, real, predicted)}</div>"
             "</details>")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
