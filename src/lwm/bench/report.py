@@ -68,6 +68,17 @@ def _diff(differ: difflib.HtmlDiff, real: str, predicted: str) -> str:
         return "<p>(no line diff: too deep for difflib)</p>"
 
 
+def _settings(run: dict[str, Any]) -> str:
+    """The run's recorded settings (model, sampling, data, judge, times), shown before any number."""
+    rows = [("data", run.get("data"))]
+    for stage in ("infer", "judge"):
+        for key, value in (run.get(stage) or {}).items():
+            if value is not None:
+                rows.append((f"{stage} {key}", value))
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows if v)
+    return f"<table class='settings'>{cells}</table>" if cells else ""
+
+
 def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]], samples: dict[str, BenchSample],
                  title: str = "lwm benchmark report", limit: int = 300) -> Path:
     differ = difflib.HtmlDiff(wrapcolumn=80)
@@ -94,6 +105,7 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
             "</details>")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"{_settings(scores.get('run') or {})}"
             f"<p>Overall: <b>{overall}</b> over {scores['valid']} valid samples ({scores['failed']} failed). "
             "Scores are (mean - 1) / 4 x 100.</p>"
             f"<table><tr>{head}</tr>{body}</table><h2>Per domain</h2>{bars_svg(scores)}"

@@ -20,6 +20,7 @@ from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_pat
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.data.jsonl import JsonlFile
+from lwm.runfolder import SettingsChanged, pin, read_run
 from lwm.stats import paired, standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
@@ -216,18 +217,14 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
 
 
 def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
-    """OUT/results.jsonl, next to OUT/eval.json (the eval's settings): a rerun with other settings is refused,
+    """OUT/results.jsonl, its settings pinned in OUT/run.json: a rerun with other settings is refused,
     since its episodes would be mixed with these."""
-    out.mkdir(parents=True, exist_ok=True)
-    recorded = out / "eval.json"
-    if recorded.exists():
-        before = json.loads(recorded.read_text(encoding="utf-8"))
-        if before != settings:
-            differ = ", ".join(f"{k}: {before.get(k)!r} -> {v!r}" for k, v in settings.items() if before.get(k) != v)
-            raise fail(f"{out} holds an eval with other settings ({differ}); use a new --out", 2)
-    else:
-        recorded.write_text(json.dumps(settings, indent=1), encoding="utf-8")
-    return JsonlFile(out / "results.jsonl", EvalRow)
+    results = out / "results.jsonl"
+    try:
+        pin(out, "eval", settings, has_rows=results.is_file() and results.stat().st_size > 0, way_out="use a new --out")
+    except SettingsChanged as exc:
+        raise fail(str(exc), 2) from None
+    return JsonlFile(results, EvalRow)
 
 
 @agent_app.command("compare")
@@ -241,7 +238,7 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent eval 
         if not path.is_file():
             raise fail(f"{run} has no results.jsonl (an lwm agent eval --out folder)", 2)
         rows = {r.task: r for r in JsonlFile(path, EvalRow).rows()}
-        settings = json.loads((run / "eval.json").read_text(encoding="utf-8")) if (run / "eval.json").is_file() else {}
+        settings = read_run(run).get("eval") or {}
         loaded.append((run, rows, settings))
     base_name, base, base_settings = loaded[0]
     table = Table(title=f"paired against {base_name} (reward: item F1 / checker)")

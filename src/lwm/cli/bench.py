@@ -29,7 +29,9 @@ from lwm.bench.run import infer as run_infer
 from lwm.bench.score import aggregate, compare_table, paired_differences, paired_table, score_table, side_by_side_table
 from lwm.bench.scorer import load_scorer
 from lwm.cli import options as o
+from lwm.cli.simulate import fail
 from lwm.data import read_trajectories
+from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, pin, read_run, set_aside, update_run
 
 bench_app = typer.Typer(help="AgentWorldBench-compatible benchmark.", no_args_is_help=True)
 console = Console()
@@ -39,6 +41,9 @@ Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files,
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
 Judge = Annotated[str, typer.Option("--judge", help="'rules' (no model) or a model spec for an LLM judge.")]
 Limit = Annotated[int | None, typer.Option(help="Only the first N samples of each domain (a quick look).")]
+ForceNew = Annotated[bool, typer.Option("--force-new", help="Start over in --out: the earlier run's files move to "
+                                                            "OUT/previous-<time>/ (nothing is deleted).")]
+REPORT = "report.html"
 
 
 def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
@@ -72,36 +77,66 @@ def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:
     return progress, tick
 
 
-def _meta(out: Path, key: str, value: str | None = None) -> str | None:
-    path = out / "run.json"
-    meta = json.loads(path.read_text()) if path.exists() else {}
-    if value is not None:
-        meta[key] = value
-        out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(meta, indent=2))
-    return meta.get(key)
+def _start(out: Path, stage: str, settings: dict[str, Any], rows: Path, force_new: bool, files: list[str]) -> None:
+    """Pin this stage's settings in the run folder: a resume with other settings is refused (or, with
+    --force-new, the earlier run is set aside)."""
+    if force_new and (moved := set_aside(out, files)):
+        console.print(f"earlier run moved to {moved}")
+        if RUN_FILE not in files:
+            update_run(out, **{stage: None})
+    try:
+        pin(out, stage, settings, has_rows=rows.is_file() and rows.stat().st_size > 0,
+            way_out="use --force-new to set them aside, or a new --out")
+    except SettingsChanged as exc:
+        raise fail(str(exc), 2) from None
 
 
-def _infer(samples: list[BenchSample], out: Path, options: o.ModelOptions, concurrency: int) -> None:
+def _stopped(out: Path, rows: Path, stage: str) -> typer.Exit:
+    """Ctrl+C: what was kept and how to go on."""
+    kept = sum(1 for line in rows.open(encoding="utf-8") if line.strip()) if rows.is_file() else 0
+    typer.echo(f"lwm: interrupted: {kept} {stage} rows kept in {rows}; the same command resumes", err=True)
+    return typer.Exit(130)
+
+
+def _infer(samples: list[BenchSample], data: Path, out: Path, options: o.ModelOptions, concurrency: int,
+           force_new: bool) -> None:
     wm = options.world_model(concurrency)
+    _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
+                          "seed": options.seed, "max_tokens": options.max_tokens, "data": digest(data)},
+           out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
+    update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")
     progress, tick = _progress("infer", todo)
-    with progress:
-        asyncio.run(run_infer(samples, wm, out, concurrency, tick))
+    try:
+        with progress:
+            asyncio.run(run_infer(samples, wm, out, concurrency, tick))
+    except KeyboardInterrupt:
+        raise _stopped(out, out / PREDICTIONS, "prediction") from None
+    finish(out, "infer")
     errors = sum(1 for r in predictions(out).by_id().values() if not r.ok)
     console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else ""))
 
 
-def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, **judge_options: Any) -> None:
+def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, force_new: bool = False,
+           **judge_options: Any) -> None:
     try:
         scorer = load_scorer(judge_spec) if judge_spec == "rules" else load_scorer(judge_spec, **judge_options)
     except (BackendError, ValueError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
+    prompts = judge_options.get("prompts_dir")
+    _start(out, "judge", {"judge": scorer.name} if judge_spec == "rules" else {
+               "judge": scorer.name, "base_url": judge_options.get("base_url"),
+               "prompts": digest(prompts) if prompts else None},
+           out / JUDGED, force_new, [JUDGED, SCORES, REPORT])
     progress, tick = _progress("judge", len(pending_judging(out)))
-    with progress:
-        asyncio.run(judge(samples, out, scorer, concurrency, tick))
+    try:
+        with progress:
+            asyncio.run(judge(samples, out, scorer, concurrency, tick))
+    except KeyboardInterrupt:
+        raise _stopped(out, out / JUDGED, "judgement") from None
+    finish(out, "judge")
     console.print(f"judgements in {out / JUDGED}")
 
 
@@ -109,15 +144,15 @@ def _score(out: Path, samples: dict[str, BenchSample] | None) -> None:
     rows = list(_judged_rows(out).values())
     if not rows:
         raise typer.BadParameter(f"nothing judged in {out}: run lwm bench judge first")
-    scores = aggregate(rows)
+    scores = {**aggregate(rows), "run": read_run(out)}
     (out / SCORES).write_text(json.dumps(scores, indent=2))
     console.print(score_table(scores))
     if samples is not None:
-        console.print(f"report: {write_report(out / 'report.html', scores, rows, samples)}")
+        console.print(f"report: {write_report(out / REPORT, scores, rows, samples)}")
 
 
 def _recorded_data(out: Path, data: Path | None) -> Path | None:
-    return data or (Path(recorded) if (recorded := _meta(out, "data")) else None)
+    return data or (Path(recorded) if (recorded := read_run(out).get("data")) else None)
 
 
 def _judged_rows(out: Path) -> dict[str, dict]:
@@ -126,24 +161,24 @@ def _judged_rows(out: Path) -> dict[str, dict]:
 
 @bench_app.command("infer")
 @o.model_options(exclude=("prompts_dir",), max_tokens=2048)
-def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, *,
-              options: o.ModelOptions) -> None:
-    """Predict the observation of every sample (resumes: finished samples are kept)."""
-    samples = _samples(data, limit)
-    _meta(out, "data", str(data.resolve()))
-    _infer(samples, out, options, concurrency)
+def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, force_new: ForceNew = False,
+              *, options: o.ModelOptions) -> None:
+    """Predict the observation of every sample (resumes: finished samples are kept, if the model, sampling
+    and data are the ones recorded in OUT/run.json)."""
+    _infer(_samples(data, limit), data, out, options, concurrency, force_new)
 
 
 @bench_app.command("judge")
 def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None, typer.Option(
               help="Benchmark data (default: the one infer used).")] = None, base_url: o.BaseUrl = None,
-              api_key: o.ApiKey = None, concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None) -> None:
-    """Score every prediction with rules or an LLM judge (resumes: judged samples are kept; a sample
-    predicted again since it was judged is judged again)."""
+              api_key: o.ApiKey = None, concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None,
+              force_new: ForceNew = False) -> None:
+    """Score every prediction with rules or an LLM judge (resumes: judged samples are kept, if the judge is
+    the one recorded; a sample predicted again since it was judged is judged again)."""
     source = _recorded_data(out, data)
     if source is None:
         raise typer.BadParameter("no --data given and none recorded by infer in this run folder")
-    _judge({s.id: s for s in _samples(source)}, out, judge_spec, concurrency, prompts_dir=prompts_dir,
+    _judge({s.id: s for s in _samples(source)}, out, judge_spec, concurrency, force_new, prompts_dir=prompts_dir,
            base_url=base_url, api_key=api_key)
 
 
@@ -157,12 +192,12 @@ def score_cmd(out: Out, report: Annotated[bool, typer.Option(help="Also write re
 @bench_app.command("run")
 @o.model_options(exclude=("prompts_dir",), max_tokens=2048)
 def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Concurrency = 16,
-            prompts_dir: o.PromptsDir = None, limit: Limit = None, *, options: o.ModelOptions) -> None:
-    """infer, judge and score in one go (the data is read once)."""
+            prompts_dir: o.PromptsDir = None, limit: Limit = None, force_new: ForceNew = False, *,
+            options: o.ModelOptions) -> None:
+    """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
     samples = _samples(data, limit)
-    _meta(out, "data", str(data.resolve()))
     by_id = {s.id: s for s in samples}
-    _infer(samples, out, options, concurrency)
+    _infer(samples, data, out, options, concurrency, force_new)
     _judge(by_id, out, judge_spec, concurrency, prompts_dir=prompts_dir, base_url=options.base_url,
            api_key=options.api_key)
     _score(out, by_id)
