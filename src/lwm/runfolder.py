@@ -57,12 +57,13 @@ def pin(folder: Path, stage: str, settings: dict[str, Any], *, has_rows: bool, w
     """
     settings = {**settings, "lwm": __version__}
     recorded = read_run(folder).get(stage)
-    if recorded is None:
-        if has_rows:
-            raise SettingsChanged(f"{folder} holds {stage} results with no recorded settings (an older lwm made "
-                                  f"them), so they may not match this run; {way_out}")
-        update_run(folder, **{stage: {**settings, "started": now()}})
+    if not has_rows:  # nothing to mix with: these settings are the folder's from now on
+        if recorded is None or any(recorded.get(k) != v for k, v in settings.items()):
+            update_run(folder, **{stage: {**settings, "started": now()}})
         return
+    if recorded is None:
+        raise SettingsChanged(f"{folder} holds {stage} results with no recorded settings (an older lwm made "
+                              f"them), so they may not match this run; {way_out}")
     differ = [f"{k}: {recorded.get(k)!r} -> {v!r}" for k, v in settings.items() if recorded.get(k) != v]
     if differ:
         raise SettingsChanged(f"{folder} holds {stage} results made with other settings ({'; '.join(differ)}); "

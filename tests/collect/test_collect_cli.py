@@ -36,6 +36,9 @@ def test_collect_records_with_provenance_and_resumes(tmp_path):
     again = runner.invoke(app, args)
     assert "resuming: 3 finished episodes" in again.output
     assert (tmp_path / "trajectories.jsonl").read_text() == before
+    shorter = runner.invoke(app, [*args[:-4], "--max-steps", "2", "--out", str(tmp_path)])  # would mix 3- and 2-step
+    assert shorter.exit_code == 2 and "max_steps: 3 -> 2" in shorter.output and "lwm: error:" in shorter.output
+    assert (tmp_path / "trajectories.jsonl").read_text() == before
 
 
 @needs_sandbox

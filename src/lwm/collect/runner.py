@@ -25,6 +25,7 @@ from gymnasium.wrappers import TimeLimit
 from lwm.data.store import TrajectoryStore
 from lwm.envs.record import RecordTrajectory
 from lwm.registry import get
+from lwm.runfolder import pin
 
 PR_SET_PDEATHSIG = 1
 
@@ -103,7 +104,10 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
 def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
          env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15, tag: str = "",
          policy: str = "explorer", policy_options: dict[str, Any] | None = None) -> tuple[list[EpisodeSpec], int]:
-    """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped."""
+    """The episodes still to run (finished ones in ``out`` are skipped) and how many were skipped.
+
+    The collection's settings are pinned in ``out/run.json``: resuming with another policy, seed, step
+    limit or environment options would mix two collections, so it raises ``SettingsChanged``."""
     if max_steps < 1 or episodes < 1:
         raise ValueError(f"--episodes and --max-steps must be at least 1 (got {episodes} and {max_steps}): "
                          "nothing would be recorded")
@@ -111,6 +115,10 @@ def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
     specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate, tag, policy,
                          policy_options or {}) for i in range(episodes)]
     todo = [s for s in specs if s.id not in done]
+    pin(Path(out), f"collect {domain}{' ' + tag if tag else ''}",
+        {"max_steps": max_steps, "seed": seed, "env_options": env_options or {}, "mistake_rate": mistake_rate,
+         "policy": policy, "policy_options": policy_options or {}},
+        has_rows=len(todo) < len(specs), way_out="use a new --out")
     return todo, len(specs) - len(todo)
 
 
