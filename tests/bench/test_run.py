@@ -249,3 +249,24 @@ def test_ctrl_c_stops_an_embedded_run_promptly_and_keeps_what_finished(tmp_path)
     kept = read_rows(out)
     assert proc.returncode == 130, stderr
     assert f"interrupted: {len(kept)} prediction rows kept" in stderr and len(kept) < len(load_samples(SAMPLE_BENCH / "terminal_test.jsonl"))
+
+
+def test_a_sample_that_can_never_fit_is_said_once_and_not_retried(data, tmp_path):
+    import asyncio
+
+    from lwm.bench.run import infer, pending_inference
+    from lwm.worldmodel import WorldModel
+
+    samples = load_samples(data)
+    wm = WorldModel(MockBackend(context_window=64), config=GenerateConfig(max_tokens=32), cache=False)
+    asyncio.run(infer(samples, wm, tmp_path))
+    rows = read_rows(tmp_path)
+    assert len(rows) == 18 and all(r["never_fits"] and "window" in r["error_message"] for r in rows.values())
+    assert pending_inference(samples, tmp_path) == []  # the same settings would fail the same way
+
+
+def test_empty_data_is_an_error_not_an_empty_run(tmp_path):
+    (tmp_path / "terminal_test.jsonl").write_text("")
+    result = _bench("run", "--data", str(tmp_path), "--out", str(tmp_path / "run"), "--model", "mock")
+    assert result.exit_code == 2 and "no benchmark samples in" in result.output
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()

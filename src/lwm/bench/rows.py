@@ -29,6 +29,8 @@ class Prediction(BaseModel):
     model: str | None = None
     seconds: float | None = None
     error_message: str | None = Field(default=None, validation_alias=AliasChoices("error_message", "error"))
+    never_fits: bool | None = None
+    """The sample cannot fit the model's window with these settings: a rerun would fail the same way."""
 
     @property
     def ok(self) -> bool:

@@ -62,7 +62,7 @@ def schedule(samples: list[BenchSample]) -> list[BenchSample]:
 
 
 def pending_inference(samples: list[BenchSample], out: Path) -> list[BenchSample]:
-    done = {i for i, row in predictions(out).by_id().items() if row.ok}
+    done = {i for i, row in predictions(out).by_id().items() if row.ok or row.never_fits}
     return [s for s in samples if s.id not in done]
 
 
@@ -84,7 +84,9 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
                 row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
                                                  parse=obs.metadata["parse"], cached=obs.metadata["cached"],
                                                  model=obs.metadata["model"]))
-            except (BackendError, ContextOverflowError) as exc:
+            except ContextOverflowError as exc:
+                row = row.model_copy(update={"error_message": str(exc), "never_fits": True})
+            except BackendError as exc:
                 row = row.model_copy(update={"error_message": str(exc)})
             row.seconds = round(time.perf_counter() - started, 4)
         return row

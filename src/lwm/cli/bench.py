@@ -61,6 +61,9 @@ def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
         warn.print(f"[yellow]{problem}[/]", highlight=False)
     if problems:
         warn.print(f"[yellow]{len(problems)} bad lines skipped[/]")
+    if not samples:
+        raise fail(f"no benchmark samples in {data}" + (f" ({len(problems)} bad lines, above)" if problems else "")
+                   + ": expected <domain>_test.jsonl rows (lwm bench export makes them)", 2)
     return samples
 
 
@@ -115,8 +118,11 @@ def _infer(samples: list[BenchSample], data: Path, out: Path, options: o.ModelOp
     except KeyboardInterrupt:
         raise _stopped(out, out / PREDICTIONS, "prediction") from None
     finish(out, "infer")
-    errors = sum(1 for r in predictions(out).by_id().values() if not r.ok)
-    console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else ""))
+    rows = predictions(out).by_id().values()
+    errors, never = sum(1 for r in rows if not r.ok and not r.never_fits), sum(1 for r in rows if r.never_fits)
+    console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else "")
+                  + (f"; {never} can never fit the model's window at these settings (not retried; a compact "
+                     "export, a model with a larger window or a smaller --max-tokens would)" if never else ""))
 
 
 def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, force_new: bool = False,
