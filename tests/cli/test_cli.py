@@ -2,8 +2,10 @@ import json
 
 from typer.testing import CliRunner
 
+from lwm.backends.openai import OpenAIBackend
 from lwm.backends.transformers import TransformersBackend
 from lwm.cli import app
+from lwm.testing.openai_server import ScriptedServer
 from lwm.types import Trajectory
 from tests.samples import trajectory
 
@@ -128,3 +130,12 @@ def test_data_commands_on_nothing_fail_in_one_line(tmp_path):
     empty = runner.invoke(app, ["data", "split", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "split")])
     assert empty.exit_code == 1 and "lwm: error: no trajectories in" in empty.stderr and "1 unreadable" in empty.stderr
     assert "t.jsonl:1" in empty.stderr and not (tmp_path / "split").exists()  # the bad line is named, nothing written
+
+
+def test_models_calls_an_openai_server_usable_only_when_it_answers():
+    with ScriptedServer(model="wm-7b") as server:
+        up = runner.invoke(app, ["models", "--base-url", server.base_url], env={"COLUMNS": "250"})
+    assert up.exit_code == 0 and "serves wm-7b" in up.output and "openai:wm-7b" in up.output
+    down = runner.invoke(app, ["models", "--base-url", server.base_url], env={"COLUMNS": "250"})  # stopped now
+    assert "no OpenAI-compatible server answers" in down.output
+    assert OpenAIBackend.info(server.base_url).usable is False

@@ -7,8 +7,9 @@ from lwm.backends.spec import DEFAULT_SPEC, load_backend, parse_spec
 from lwm.registry import get, names
 
 
-def backend_infos() -> list[BackendInfo]:
-    return [get("backend", name).info() for name in names("backend")]
+def backend_infos(options: dict[str, dict] | None = None) -> list[BackendInfo]:
+    """Every registered backend's info; ``options`` by backend name (e.g. the openai server to probe)."""
+    return [get("backend", name).info(**(options or {}).get(name, {})) for name in names("backend")]
 
 
 __all__ = [

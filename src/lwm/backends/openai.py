@@ -65,10 +65,21 @@ class OpenAIBackend:
         return cls(model, **options)
 
     @classmethod
-    def info(cls) -> BackendInfo:
-        url = os.environ.get("OPENAI_BASE_URL") or f"{DEFAULT_BASE_URL} (default; set --base-url)"
-        return BackendInfo(name="openai", usable=True, detail=f"any OpenAI-compatible server at {url}",
-                           example="openai:Qwen/Qwen-AgentWorld-35B-A3B")
+    def info(cls, base_url: str | None = None) -> BackendInfo:
+        """Usable only if a server answers ``GET /models`` within 2 s: a listed backend must work."""
+        url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        key = os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        try:
+            response = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=2.0)
+            response.raise_for_status()
+            served = [m["id"] for m in response.json()["data"]]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            return BackendInfo(name="openai", usable=False, example="openai:Qwen/Qwen-AgentWorld-35B-A3B",
+                               detail=f"no OpenAI-compatible server answers at {url}/models ({type(exc).__name__}); "
+                                      "start one, or give --base-url / OPENAI_BASE_URL")
+        shown = ", ".join(served[:3]) + (f" (+{len(served) - 3} more)" if len(served) > 3 else "")
+        return BackendInfo(name="openai", usable=bool(served), detail=f"server at {url} serves {shown or 'no models'}",
+                           example=f"openai:{served[0]}" if served else "openai:MODEL")
 
     def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         """A client and a limit per event loop: httpx clients cannot move between loops."""

@@ -8,14 +8,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from lwm.backends import backend_infos
+from lwm.cli import options as o
 
 
-def models() -> None:
-    """List the model backends and whether each is usable here."""
+def models(base_url: o.BaseUrl = None) -> None:
+    """List the model backends and whether each is usable here (an openai server is probed, 2 s)."""
     table = Table(title="lwm backends")
     for column in ("backend", "usable", "spec example", "detail"):
         table.add_column(column)
-    for info in backend_infos():
+    for info in backend_infos({"openai": {"base_url": base_url}}):
         usable = "[green]yes[/]" if info.usable else "[red]no[/]"
         table.add_row(info.name, usable, escape(info.example), escape(info.detail))
     Console().print(table)
