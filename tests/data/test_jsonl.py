@@ -1,5 +1,7 @@
 """JsonlFile: the one reader/writer of lwm's JSONL rows (trajectories, samples, predictions, judgements)."""
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from lwm.data.jsonl import JsonlFile
@@ -66,3 +68,23 @@ def test_appends_from_many_threads_keep_every_row_whole(tmp_path):
         problems: list[str] = []
         assert {r.id for r in file.rows(problems)} == {str(k) for k in range(64)} and not problems
         assert len((tmp_path / f"rows{attempt}.jsonl").read_text().splitlines()) == 64
+
+
+HOSTILE = [b"\xff\xfe\x80 not utf-8", b"[" * 100_000, b'{"id": ' + b"[" * 100_000, b"x" * 100_000,
+           b'{"id": "z", "value": "NaN"}', b"\x00\x00", b'{"id": "\xed\xa0\x80"}']
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(junk=st.lists(st.one_of(st.binary(max_size=200), st.sampled_from(HOSTILE)), max_size=6))
+def test_readers_never_crash_and_keep_every_good_row_whatever_the_bytes_between(tmp_path, junk):
+    """Fuzzing the one reader every lwm file goes through: trajectories, samples, predictions, judgements."""
+    path = tmp_path / "fuzz.jsonl"
+    lines = [b'{"id": "first", "value": 1}', *junk, b'{"id": "last", "value": 2}']
+    path.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + b"\n")
+    problems: list[str] = []
+    rows = JsonlFile(path, Row).by_id(problems)
+    assert rows["first"].value == 1 and rows["last"].value == 2
+    assert all(p.startswith(f"{path}:") and ": skipped: " in p and len(p) < 400 for p in problems)
+    shown = [line.replace(b"\n", b" ").decode("utf-8", errors="replace").strip() for line in junk]
+    bad = sum(1 for line in shown if line and not line.startswith('{"id"'))
+    assert len(problems) >= bad
