@@ -138,7 +138,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     trainer = GRPOTrainer(model=model, reward_funcs=[task_reward], args=config.trl_args(), train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config, model),
                           rollout_func=make_rollout(config, by_instruction, tokenizer, world_model, store))
-    return train_and_save(trainer, tokenizer, output_dir, config.resume)
+    return train_and_save(trainer, tokenizer, config)
 
 
 def demonstrations(episodes: Sequence[Episode]) -> list[dict[str, Any]]:

@@ -4,9 +4,11 @@ train-resume-save step (rl.py and sft.py differ only in their TRL trainer and da
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from lwm.runfolder import digest, pin
 from lwm.train.base import base_model_dir, packaged_adapter_dir
 
 
@@ -57,9 +59,29 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-def train_and_save(trainer: Any, tokenizer: Any, output_dir: Path, resume: bool) -> dict[str, Any]:
+GROWABLE = ("max_steps", "num_train_epochs", "save_steps", "logging_steps", "save_total_limit")
+"""Fields a resumed run may change: training longer, or checkpointing and logging differently."""
+
+
+def pin_training(config: Any) -> str | None:
+    """The checkpoint to resume from, if any, after checking that ``config`` is the one its run was started
+    with (output_dir/run.json): resuming another model, data or optimiser setup would mix two runs.
+    ``resume: false`` starts over, and its settings become the folder's."""
+    output_dir = Path(config.output_dir)
+    checkpoint = last_checkpoint(output_dir) if config.resume else None
+    settings = {k: v for k, v in asdict(config).items() if k not in ("resume", "output_dir", "trainer", *GROWABLE)}
+    settings["trainer"] = {k: v for k, v in config.trainer.items() if k not in GROWABLE}
+    if config.data and Path(config.data).is_file():
+        settings["data_digest"] = digest(Path(config.data))
+    pin(output_dir, "train", json.loads(json.dumps(settings, default=str)), has_rows=checkpoint is not None,
+        way_out="give another output_dir, or resume: false to start over")
+    return checkpoint
+
+
+def train_and_save(trainer: Any, tokenizer: Any, config: Any) -> dict[str, Any]:
     """Train (from the last checkpoint when resuming), save to ``output_dir/final``, return the metrics."""
-    checkpoint = last_checkpoint(output_dir) if resume else None
+    output_dir = Path(config.output_dir)
+    checkpoint = pin_training(config)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(output_dir / "final"))
     tokenizer.save_pretrained(str(output_dir / "final"))

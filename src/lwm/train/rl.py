@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lwm.bench.data import BenchSample
@@ -83,8 +82,7 @@ def train_rl(config: RLStageConfig) -> dict[str, Any]:
         raise ValueError(f"{config.data}: built by an older lwm (history as text); rebuild it with lwm data build "
                          "--stage rl")
     dataset = dataset.select_columns(["prompt", "reference", "history", "domain"])
-    output_dir = Path(config.output_dir)
     args = config.trl_args(reward_weights=weights)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config, model))
-    return train_and_save(trainer, tokenizer, output_dir, config.resume)
+    return train_and_save(trainer, tokenizer, config)

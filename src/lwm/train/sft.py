@@ -9,7 +9,6 @@ Checkpoints every ``save_steps``; a rerun resumes from the last one in ``output_
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from lwm.train.common import load_model, lora_config, train_and_save
@@ -30,7 +29,6 @@ def train_sft(config: SFTStageConfig, column: str = "completion") -> dict[str, A
         raise ValueError(f"{config.data}: no '{column}' column; build it with lwm data build "
                          f"--stage {'sft' if column == 'completion' else 'cpt'}")
     dataset = dataset.select_columns(["prompt", column] if column == "completion" else [column])
-    output_dir = Path(config.output_dir)
     args = config.trl_args(assistant_only_loss=False, completion_only_loss=True, packing=column == "text",
                            dataset_text_field="text")
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
@@ -38,4 +36,4 @@ def train_sft(config: SFTStageConfig, column: str = "completion") -> dict[str, A
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"{config.data}: every row lost its answer to truncation at max_length={args.max_length}; "
                          "raise max_length or build the rows with lwm data build --max-tokens")
-    return train_and_save(trainer, tokenizer, output_dir, config.resume)
+    return train_and_save(trainer, tokenizer, config)
