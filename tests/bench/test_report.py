@@ -1,10 +1,16 @@
-"""report.html survives what real data holds: one enormous line, a many-MB observation."""
+"""report.html survives what real data holds (one enormous line, a many-MB observation), and reads in a browser."""
 
+from pathlib import Path
+
+import pytest
 from typer.testing import CliRunner
 
-from lwm.bench.data import BenchSample, write_samples
-from lwm.bench.report import SHOWN_CHARS
+from lwm.bench.data import BenchSample, export_trajectories, write_samples
+from lwm.bench.report import SHOWN_CHARS, _label, bars_svg
+from lwm.bench.rules import DIMENSIONS
 from lwm.cli import app
+from lwm.envs.real.web import CHROMIUM, CHROMIUM_ARGS
+from tests.samples import trajectory
 
 runner = CliRunner()
 
@@ -19,5 +25,44 @@ def test_a_huge_line_and_a_huge_observation_still_make_a_readable_report(tmp_pat
                                  "--model", "mock"])
     assert result.exit_code == 0, result.output
     page = (out / "report.html").read_text()
-    assert page.count("<details>") == 2 and "no line diff: a line is longer than" in page
+    assert page.count("<details class='sample'") == 2 and "no line diff: a line is longer than" in page
     assert "more characters not shown" in page and len(page) < 10 * SHOWN_CHARS + 200_000  # not 60 MB
+
+
+def test_bars_leave_out_what_was_not_measured():
+    scores = {"domains": {"terminal": {"samples": 2, "valid": 2, "failed": 0, **dict.fromkeys(DIMENSIONS, 50.0),
+                                       "total_score": 50.0},
+                          "web": {"samples": 2, "valid": 0, "failed": 2, **dict.fromkeys(DIMENSIONS),
+                                  "total_score": None}}}
+    svg = bars_svg(scores)
+    assert "no valid samples" in svg and ">0.0<" not in svg and svg.count("50.0") == len(DIMENSIONS) + 1
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed (make setup)")
+def test_the_report_in_a_browser_shows_settings_actions_and_sorts_and_filters(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    trajectories = [trajectory(d).model_copy(update={"id": f"{d}-{i}"}) for d in ("terminal", "mcp") for i in range(2)]
+    samples = export_trajectories(trajectories)
+    write_samples(samples, tmp_path / "data")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["bench", "run", "--data", str(tmp_path / "data"), "--out", str(out), "--model", "mock"])
+    assert result.exit_code == 0, result.output
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((out / "report.html").as_uri())
+        settings = page.locator("table.settings")
+        assert settings.is_visible() and "infer model" in settings.inner_text() and "mock" in settings.inner_text()
+        first = page.locator("details.sample summary").first.inner_text()
+        sample = next(s for s in samples if first.endswith(s.id))
+        assert _label(sample.current_prompt) in first and first.split()[0] in {"failed"} | {
+            str(n) for n in range(101)}  # named by its action, its 0-100 score first
+        page.select_option("#sort", "asc")
+        shown = [float(s) for s in page.locator("details.sample").evaluate_all("es => es.map(e => e.dataset.score)")]
+        assert shown == sorted(shown)
+        page.select_option("#domain", "mcp")
+        visible = page.locator("details.sample:not([hidden])")
+        assert visible.count() == len([s for s in samples if s.domain == "mcp"])
+        assert set(visible.evaluate_all("es => es.map(e => e.dataset.domain)")) == {"mcp"}
+        assert page.locator("#count").inner_text() == f"{visible.count()} of {len(samples)} shown"
+        browser.close()

@@ -12,4 +12,4 @@ def test_demo_records_predicts_scores_and_reports(tmp_path):
     assert "No such file or directory" in result.output and "mock observation" in result.output
     assert "rule scores (0-100)" in result.output
     report = (tmp_path / "report.html").read_text()
-    assert report.count("<details>") == 7 and "<svg" in report
+    assert report.count("<details class='sample'") == 7 and "<svg" in report

@@ -1,5 +1,6 @@
-"""``report.html``: per-domain score bars (an SVG image), then each sample's real and predicted
-observation side by side with a line diff and its scores."""
+"""``report.html``: the run's settings, per-domain score bars (an SVG image), then each sample — named by
+its action — with its scores and its real and predicted observations side by side (a line diff where one
+can be made), sortable by score and filterable by domain in the page."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from typing import Any
 
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
-from lwm.bench.score import DISPLAY
+from lwm.bench.score import DISPLAY, normalize
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}pre{white-space:pre-wrap;margin:0;
 font-size:12px;max-height:400px;overflow:auto}.diff td{font-family:monospace;font-size:12px;border:none}
 .diff_add{background:#cfc}.diff_chg{background:#ffc}.diff_sub{background:#fcc}details{margin:1em 0}
-summary{cursor:pointer;font-weight:600}"""
+summary{cursor:pointer}.score{display:inline-block;min-width:3em;font-weight:700}small{color:#777}
+.diff table{table-layout:fixed;width:100%}.diff td.diff_header,.diff td.diff_next,.diff th.diff_next{width:2.5em}
+.pair{table-layout:fixed;width:100%}.pair td{width:50%}.note,.verdict{color:#555;font-size:13px}
+.settings th{text-align:left;background:#f4f4f4}"""
 
 
 def bars_svg(scores: dict[str, Any]) -> str:
@@ -31,8 +35,16 @@ def bars_svg(scores: dict[str, Any]) -> str:
     y = 20
     for name, entry in rows:
         parts.append(f'<text x="0" y="{y + len(keys) * bar / 2 + 4}">{html.escape(name)}</text>')
+        if entry.get("total_score") is None:
+            parts.append(f'<text x="{left}" y="{y + len(keys) * bar / 2 + 4}" fill="#777">no valid samples</text>')
+            y += len(keys) * bar + gap
+            continue
         for key, color in zip(keys, colors, strict=True):
-            value = entry.get(key) or 0.0
+            value = entry.get(key)
+            if value is None:
+                parts.append(f'<text x="{left}" y="{y + bar - 3}" fill="#777">-</text>')
+                y += bar
+                continue
             w = max(0.0, min(100.0, value)) / 100 * width
             parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar - 2}" fill="{color}"/>'
                          f'<text x="{left + w + 4:.1f}" y="{y + bar - 3}">{value:.1f}</text>')
@@ -57,15 +69,41 @@ def _shown(text: str) -> str:
     return f"{html.escape(text[:SHOWN_CHARS])}\n… ({len(text) - SHOWN_CHARS:,} more characters not shown)"
 
 
-def _diff(differ: difflib.HtmlDiff, real: str, predicted: str) -> str:
-    """The line diff of the two observations as shown, or a note saying why there is none."""
+def _diff(differ: difflib.HtmlDiff, real: str, predicted: str) -> tuple[str | None, str]:
+    """The side-by-side line diff of the two observations as shown, or None and why there is none."""
     a, b = real[:SHOWN_CHARS].splitlines(), predicted[:SHOWN_CHARS].splitlines()
     if any(len(line) > DIFF_LINE_CHARS for line in (*a, *b)):
-        return f"<p>(no line diff: a line is longer than {DIFF_LINE_CHARS:,} characters)</p>"
+        return None, f"no line diff: a line is longer than {DIFF_LINE_CHARS:,} characters"
     try:
-        return differ.make_table(a, b, "real", "predicted")
+        return differ.make_table(a, b, "real", "predicted"), ""
     except RecursionError:
-        return "<p>(no line diff: too deep for difflib)</p>"
+        return None, "no line diff: too deep for difflib"
+
+
+def _label(action: str) -> str:
+    """A sample's name in the list: its action on one line, less headings, labels and fences."""
+    lines = [line.strip() for line in action.splitlines()
+             if line.strip() and not line.startswith(("#", "```")) and not line.strip().endswith(":**")]
+    text = " ".join(" ".join(lines).split()) if lines else " ".join(action.split())  # pretty JSON on one line
+    return text[:100] + ("…" if len(text) > 100 else "")
+
+
+def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) -> str:
+    real, predicted = sample.reference, row.get("prediction", "")
+    action = sample.current_prompt or sample.prompt[sample.index]
+    total = None if row.get("error_message") or not row.get("total_score") else normalize(row["total_score"])
+    verdict = html.escape(row["error_message"]) if row.get("error_message") else " · ".join(
+        f"{d} {normalize(row[d]):.0f}" for d in DIMENSIONS if row.get(d))
+    diff, why = _diff(differ, real, predicted)
+    body = f"<div class='diff'>{diff}</div>" if diff else (
+        f"<p class='note'>({why})</p><table class='pair'><tr><th>real</th><th>predicted</th></tr>"
+        f"<tr><td><pre>{_shown(real)}</pre></td><td><pre>{_shown(predicted)}</pre></td></tr></table>")
+    shown = "failed" if total is None else f"{total:.0f}"
+    return (f"<details class='sample' data-score='{-1 if total is None else round(total, 2)}' "
+            f"data-domain='{html.escape(sample.domain)}'><summary><span class='score'>{shown}</span> "
+            f"{html.escape(_label(action))} <small>{DISPLAY.get(sample.domain, sample.domain)} · "
+            f"{html.escape(row['id'])}</small></summary><p class='verdict'>{verdict}</p>"
+            f"<p><b>Action</b></p><pre>{html.escape(action)}</pre>{body}</details>")
 
 
 def _settings(run: dict[str, Any]) -> str:
@@ -79,36 +117,42 @@ def _settings(run: dict[str, Any]) -> str:
     return f"<table class='settings'>{cells}</table>" if cells else ""
 
 
+CONTROLS = """<p id='controls'>Sort <select id='sort'><option value='data'>in data order</option>
+<option value='asc'>lowest score first</option><option value='desc'>highest score first</option></select>
+domain <select id='domain'><option value=''>all</option>{domains}</select>
+score at most <input id='max' type='number' min='0' max='100' value='100'> <span id='count'></span></p>"""
+SCRIPT = """<script>const list=document.getElementById('samples'),all=[...list.children];
+function show(){const how=sort.value,d=domain.value,m=+max.value;let items=[...all];
+if(how!=='data')items.sort((a,b)=>(how==='asc'?1:-1)*(a.dataset.score-b.dataset.score));
+let n=0;for(const e of items){const on=(!d||e.dataset.domain===d)&&+e.dataset.score<=m;e.hidden=!on;n+=on;
+list.appendChild(e)}count.textContent=n+' of '+all.length+' shown'}
+for(const id of ['sort','domain','max'])document.getElementById(id).addEventListener('input',show);show()</script>"""
+
+
 def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]], samples: dict[str, BenchSample],
                  title: str = "lwm benchmark report", limit: int = 300) -> Path:
-    differ = difflib.HtmlDiff(wrapcolumn=80)
+    """One page: the run's settings, the score table and bars (0-100), then the samples, each labelled by
+    its action with its scores and the real and predicted observations side by side, sortable by score
+    and filterable by domain."""
+    differ = difflib.HtmlDiff(wrapcolumn=70)
+    fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
     head = "".join(f"<th>{h}</th>" for h in ("domain", "valid", "failed", *DIMENSIONS, "total"))
     body = "".join(
         f"<tr><td>{DISPLAY.get(d, d)}</td><td>{e['valid']}</td><td>{e['failed']}</td>"
-        + "".join(f"<td>{'-' if e[k] is None else f'{e[k]:.2f}'}</td>" for k in (*DIMENSIONS, "total_score")) + "</tr>"
+        + "".join(f"<td>{fmt(e[k])}</td>" for k in (*DIMENSIONS, "total_score")) + "</tr>"
         for d, e in scores["domains"].items())
-    overall = "-" if scores["overall"] is None else f"{scores['overall']:.2f}"
-    items = []
-    for row in rows[:limit]:
-        sample = samples.get(row["id"])
-        if sample is None:
-            continue
-        real, predicted = sample.reference, row.get("prediction", "")
-        verdict = row.get("error_message") or " ".join(f"{d} {row[d]:.1f}" for d in DIMENSIONS if d in row)
-        items.append(
-            f"<details><summary>{html.escape(row['id'])} · {DISPLAY.get(sample.domain, sample.domain)} · "
-            f"{html.escape(verdict)}</summary>"
-            f"<p><b>Action</b></p><pre>{html.escape(sample.current_prompt or sample.prompt[sample.index])}</pre>"
-            f"<table><tr><th>real</th><th>predicted</th></tr><tr><td><pre>{_shown(real)}</pre></td>"
-            f"<td><pre>{_shown(predicted)}</pre></td></tr></table>"
-            f"<div class='diff'>{_diff(differ, real, predicted)}</div>"
-            "</details>")
+    shown = [(row, samples[row["id"]]) for row in rows if row["id"] in samples][:limit]
+    items = "".join(_sample(row, sample, differ) for row, sample in shown)
+    domains = "".join(f"<option value='{html.escape(d)}'>{DISPLAY.get(d, d)}</option>"
+                      for d in sorted({sample.domain for _, sample in shown}))
+    more = f" (the first {limit} of {len(rows)})" if len(rows) > limit else ""
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"{_settings(scores.get('run') or {})}"
-            f"<p>Overall: <b>{overall}</b> over {scores['valid']} valid samples ({scores['failed']} failed). "
-            "Scores are (mean - 1) / 4 x 100.</p>"
+            f"<p>Overall: <b>{fmt(scores['overall'])}</b> over {scores['valid']} valid samples "
+            f"({scores['failed']} failed). Every score here is on one scale, 0-100: (mean - 1) / 4 x 100.</p>"
             f"<table><tr>{head}</tr>{body}</table><h2>Per domain</h2>{bars_svg(scores)}"
-            f"<h2>Samples</h2>{''.join(items)}</body></html>")
+            f"<h2>Samples{more}</h2>{CONTROLS.format(domains=domains)}<div id='samples'>{items}</div>"
+            f"{SCRIPT}</body></html>")
     path.write_text(page, encoding="utf-8")
     return path
