@@ -236,7 +236,9 @@ def test_ctrl_c_stops_an_embedded_run_promptly_and_keeps_what_finished(tmp_path)
     out = tmp_path / "run"
     cmd = [LWM, "bench", "infer", "--data", str(SAMPLE_BENCH / "terminal_test.jsonl"), "--out", str(out),
            "--model", "embedded", "--max-tokens", "400", "--no-cache"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # A suite started in the background (nohup, &) passes SIGINT on ignored: give the run a terminal's default.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not read_rows(out):
         time.sleep(0.05)
