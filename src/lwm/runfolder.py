@@ -49,6 +49,11 @@ def update_run(folder: Path, **entries: Any) -> dict[str, Any]:
     return run
 
 
+def holds_rows(path: Path) -> bool:
+    """Whether a stage's rows file has anything in it (then its settings must match to resume)."""
+    return path.is_file() and path.stat().st_size > 0
+
+
 def pin(folder: Path, stage: str, settings: dict[str, Any], *, has_rows: bool, way_out: str) -> None:
     """Record ``settings`` for ``stage`` in the folder, or check them against the recorded ones.
 

@@ -74,11 +74,12 @@ _load_lock = threading.Lock()
 
 
 def default_threads() -> int:
-    """Half the logical CPUs (llama-cpp-python's own default): one per physical core on SMT machines.
+    """Half the logical CPUs (llama-cpp-python's own default): one per physical core on 2-way SMT machines.
 
-    Taking every logical CPU oversubscribes the cores as soon as anything else runs: measured on a
-    2-vCPU box beside a training run, a 32-token answer took 0.55-0.93 s with 2 threads, 0.45 s with 1.
-    Give ``n_threads`` in the spec (``embedded?n_threads=N``) to choose.
+    A trade-off, measured on the 2-vCPU box: beside a training run a 32-token answer took 0.55-0.93 s with
+    2 threads and 0.45 s with 1 (every logical CPU oversubscribes the cores once anything else runs);
+    idle, a 64-token answer took 0.67 s with 2 and 0.88 s with 1 (1.3x slower). Give ``n_threads`` in
+    the spec (``embedded?n_threads=N``) to choose.
     """
     return max(1, (os.cpu_count() or 2) // 2)
 

@@ -20,7 +20,7 @@ from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_pat
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.data.jsonl import JsonlFile
-from lwm.runfolder import SettingsChanged, pin, read_run
+from lwm.runfolder import SettingsChanged, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
@@ -221,7 +221,7 @@ def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
     since its episodes would be mixed with these."""
     results = out / "results.jsonl"
     try:
-        pin(out, "eval", settings, has_rows=results.is_file() and results.stat().st_size > 0, way_out="use a new --out")
+        pin(out, "eval", settings, has_rows=holds_rows(results), way_out="use a new --out")
     except SettingsChanged as exc:
         raise fail(str(exc), 2) from None
     return JsonlFile(results, EvalRow)

@@ -31,7 +31,7 @@ from lwm.bench.scorer import load_scorer
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.data import read_trajectories
-from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, pin, read_run, set_aside, update_run
+from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, holds_rows, pin, read_run, set_aside, update_run
 
 bench_app = typer.Typer(help="AgentWorldBench-compatible benchmark.", no_args_is_help=True)
 console = Console()
@@ -85,20 +85,25 @@ def _start(out: Path, stage: str, settings: dict[str, Any], rows: Path, force_ne
     --force-new, the earlier run is set aside)."""
     if force_new and (moved := set_aside(out, files)):
         console.print(f"earlier run moved to {moved}")
-        if RUN_FILE not in files:
-            update_run(out, **{stage: None})
     try:
-        pin(out, stage, settings, has_rows=rows.is_file() and rows.stat().st_size > 0,
+        pin(out, stage, settings, has_rows=holds_rows(rows),
             way_out="use --force-new to set them aside, or a new --out")
     except SettingsChanged as exc:
         raise fail(str(exc), 2) from None
 
 
-def _stopped(out: Path, rows: Path, stage: str) -> typer.Exit:
-    """Ctrl+C: what was kept and how to go on."""
-    kept = sum(1 for line in rows.open(encoding="utf-8") if line.strip()) if rows.is_file() else 0
-    typer.echo(f"lwm: interrupted: {kept} {stage} rows kept in {rows}; the same command resumes", err=True)
-    return typer.Exit(130)
+def _run_stage(out: Path, stage: str, rows: Path, total: int, work: Callable[[Callable[[], None]], Any]) -> None:
+    """Run a stage's coroutine under a progress bar; Ctrl+C says what was kept and exits 130."""
+    progress, tick = _progress(stage, total)
+    try:
+        with progress:
+            asyncio.run(work(tick))
+    except KeyboardInterrupt:
+        kept = sum(1 for line in rows.open(encoding="utf-8") if line.strip()) if rows.is_file() else 0
+        noun = {"infer": "prediction", "judge": "judgement"}[stage]
+        typer.echo(f"lwm: interrupted: {kept} {noun} rows kept in {rows}; the same command resumes", err=True)
+        raise typer.Exit(130) from None
+    finish(out, stage)
 
 
 def _infer(samples: list[BenchSample], data: Path, out: Path, options: o.ModelOptions, concurrency: int,
@@ -111,13 +116,7 @@ def _infer(samples: list[BenchSample], data: Path, out: Path, options: o.ModelOp
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")
-    progress, tick = _progress("infer", todo)
-    try:
-        with progress:
-            asyncio.run(run_infer(samples, wm, out, concurrency, tick))
-    except KeyboardInterrupt:
-        raise _stopped(out, out / PREDICTIONS, "prediction") from None
-    finish(out, "infer")
+    _run_stage(out, "infer", out / PREDICTIONS, todo, lambda tick: run_infer(samples, wm, out, concurrency, tick))
     rows = predictions(out).by_id().values()
     errors, never = sum(1 for r in rows if not r.ok and not r.never_fits), sum(1 for r in rows if r.never_fits)
     console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else "")
@@ -136,13 +135,8 @@ def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurre
                "judge": scorer.name, "base_url": judge_options.get("base_url"),
                "prompts": digest(prompts) if prompts else None},
            out / JUDGED, force_new, [JUDGED, SCORES, REPORT])
-    progress, tick = _progress("judge", len(pending_judging(out)))
-    try:
-        with progress:
-            asyncio.run(judge(samples, out, scorer, concurrency, tick))
-    except KeyboardInterrupt:
-        raise _stopped(out, out / JUDGED, "judgement") from None
-    finish(out, "judge")
+    _run_stage(out, "judge", out / JUDGED, len(pending_judging(out)),
+               lambda tick: judge(samples, out, scorer, concurrency, tick))
     console.print(f"judgements in {out / JUDGED}")
 
 
