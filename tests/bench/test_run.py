@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lwm.backends import GenerateConfig, MockBackend
-from lwm.bench.data import BenchSample, export_trajectories, load_samples, write_samples
+from lwm.bench.data import BenchSample, answer_budgets, export_trajectories, load_samples, write_samples
 from lwm.bench.run import JUDGED, PREDICTIONS, judgements, predictions, schedule
 from lwm.cli import app
 from lwm.testing.openai_server import ScriptedServer
@@ -200,7 +200,8 @@ def test_a_resume_with_other_settings_is_refused_and_force_new_sets_the_old_run_
     base = ["run", "--data", str(data), "--out", str(out), "--model", "mock"]
     assert _bench(*base).exit_code == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["infer"]["model"] == "mock" and run["infer"]["max_tokens"] == 2048 and run["infer"]["finished"]
+    budgets = {"mcp": 256, "terminal": 256, "web": 256}  # sized per domain from the data (short observations)
+    assert run["infer"]["model"] == "mock" and run["infer"]["max_tokens"] == budgets and run["infer"]["finished"]
     assert run["judge"] == {**run["judge"], "judge": "rules"} and run["infer"]["lwm"]
     scores = json.loads((out / "scores.json").read_text())
     assert scores["run"]["infer"]["data"] == run["infer"]["data"]  # scores.json says what made them
@@ -208,7 +209,7 @@ def test_a_resume_with_other_settings_is_refused_and_force_new_sets_the_old_run_
     before = (out / PREDICTIONS).read_text()
 
     other = _bench(*base, "--max-tokens", "100")  # other sampling: its rows must not join these
-    assert other.exit_code == 2 and "lwm: error:" in other.output and "max_tokens: 2048 -> 100" in other.output
+    assert other.exit_code == 2 and "lwm: error:" in other.output and f"max_tokens: {budgets} -> 100" in other.output
     assert "--force-new" in other.output and (out / PREDICTIONS).read_text() == before
     with (data / "web_test.jsonl").open("a") as handle:  # other data, same path
         handle.write((data / "web_test.jsonl").read_text().splitlines()[0].replace('"id": "', '"id": "new-') + "\n")
@@ -277,3 +278,30 @@ def test_empty_data_is_an_error_not_an_empty_run(tmp_path):
     result = _bench("run", "--data", str(tmp_path), "--out", str(tmp_path / "run"), "--model", "mock")
     assert result.exit_code == 2 and "no benchmark samples in" in result.output
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+def test_answer_budgets_follow_each_domains_real_observations():
+    def sample(domain: str, chars: int, k: int) -> BenchSample:
+        return BenchSample(task=domain, id=f"{domain}-{k}", prompt=["a"], response=["x" * chars])
+
+    samples = [sample("terminal", 400, k) for k in range(19)] + [sample("terminal", 4000, 19)]
+    samples += [sample("web", 40_000, k) for k in range(3)] + [sample("mcp", 10, 0)]
+    budgets = answer_budgets(samples, window=8192)
+    assert budgets["terminal"] == 2560  # the 95th percentile (4000 chars / 2 * 1.25), rounded up to 64
+    assert budgets["web"] == 4096 and budgets["mcp"] == 256  # half the window; the floor
+    assert answer_budgets(samples[:19], window=None) == {"terminal": 256}
+
+
+def test_bench_sends_each_domain_its_own_budget_and_pins_it(data, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedServer() as server:
+        args = ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "openai:scripted",
+                "--base-url", server.base_url, "--limit", "1"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        sent = {body["max_tokens"] for body in server.requests}
+        fixed = runner.invoke(app, [*args, "--max-tokens", "300"])
+    expected = answer_budgets(load_samples(data), None)
+    assert sent == set(expected.values()) and "answer budget per domain" in result.output
+    assert json.loads((out / "run.json").read_text())["infer"]["max_tokens"] == expected
+    assert fixed.exit_code == 2 and "max_tokens" in fixed.output  # a resume with another budget is refused

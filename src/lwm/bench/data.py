@@ -100,6 +100,28 @@ def load_samples(path: str | Path, problems: list[str] | None = None) -> list[Be
     return samples
 
 
+CHARS_PER_TOKEN = 2
+"""A low guess (SmolLM2's tokenizer measured 2.2-3.3 characters per token on the sample bench's observations),
+so that a budget estimated from characters is rarely short."""
+
+
+def answer_budgets(samples: Iterable[BenchSample], window: int | None, floor: int = 256) -> dict[str, int]:
+    """Per domain, the answer tokens a prediction needs: the 95th percentile of the domain's real
+    observations (estimated from characters), plus a quarter, rounded up to 64; at least ``floor`` and at
+    most half the model's window. A uniform large budget lets a small model that loops run for minutes
+    per sample; a small one cuts off long real pages."""
+    lengths: dict[str, list[int]] = {}
+    for s in samples:
+        lengths.setdefault(s.domain, []).append(len(s.reference))
+    ceiling = window // 2 if window else 8192
+    budgets = {}
+    for domain, chars in lengths.items():
+        chars.sort()
+        tokens = chars[min(len(chars) - 1, int(0.95 * len(chars)))] / CHARS_PER_TOKEN * 1.25
+        budgets[domain] = max(floor, min(ceiling, -(-int(tokens) // 64) * 64))
+    return budgets
+
+
 def export_trajectories(trajectories: Iterable[Trajectory], compact: bool = False) -> list[BenchSample]:
     """One sample per turn, with the domain's full (or compact, for small models) system prompt."""
     samples = []

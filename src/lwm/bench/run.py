@@ -67,8 +67,9 @@ def pending_inference(samples: list[BenchSample], out: Path) -> list[BenchSample
 
 
 async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurrency: int = 16,
-                tick: Tick | None = None, prefix_order: bool = True) -> int:
-    """Predict every sample not yet in ``predictions.jsonl``; returns how many were run."""
+                tick: Tick | None = None, prefix_order: bool = True, budgets: dict[str, int] | None = None) -> int:
+    """Predict every sample not yet in ``predictions.jsonl``; returns how many were run. ``budgets`` gives
+    a domain's answer tokens (else the model's ``max_tokens``)."""
     todo = pending_inference(samples, out)
     todo = schedule(todo) if prefix_order else todo
     limit = asyncio.Semaphore(concurrency)
@@ -80,7 +81,9 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             row = Prediction(id=sample.id, task=sample.task, turn_idx=sample.turn_idx)
             try:
                 domain = get_domain(sample.domain) if sample.domain in known else None
-                obs = await wm.complete(sample.conversation(), domain)
+                config = (wm.config.model_copy(update={"max_tokens": budgets[sample.domain]})
+                          if budgets and sample.domain in budgets else None)
+                obs = await wm.complete(sample.conversation(), domain, config)
                 row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
                                                  parse=obs.metadata["parse"], cached=obs.metadata["cached"],
                                                  model=obs.metadata["model"]))

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lwm.backends import BackendError
-from lwm.bench.data import BenchSample, export_trajectories, load_samples, spread, write_samples
+from lwm.bench.data import BenchSample, answer_budgets, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.report import write_report
 from lwm.bench.run import (
     JUDGED,
@@ -44,16 +44,15 @@ Limit = Annotated[int | None, typer.Option(help="Only the first N samples of eac
 ForceNew = Annotated[bool, typer.Option("--force-new", help="Start over in --out: the earlier run's files move to "
                                                             "OUT/previous-<time>/ (nothing is deleted).")]
 REPORT = "report.html"
+AUTO = 0
+BUDGET_HELP = ("Most tokens in one answer; 0 sizes it per domain from the data's real observations (95th "
+               "percentile plus a quarter, at most half the model's window).")
 
 
-def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
+def _samples(data: Path) -> list[BenchSample]:
     problems: list[str] = []
     try:
         samples = load_samples(data, problems)
-        if limit is not None:
-            seen: dict[str, int] = {}
-            samples = [s for s in samples if (seen.__setitem__(s.domain, seen.get(s.domain, 0) + 1)
-                                              or seen[s.domain] <= limit)]
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from None
     warn = Console(stderr=True)
@@ -67,17 +66,35 @@ def _samples(data: Path, limit: int | None = None) -> list[BenchSample]:
     return samples
 
 
+def _first(samples: list[BenchSample], limit: int | None) -> list[BenchSample]:
+    """The first ``limit`` samples of each domain (all with None)."""
+    if limit is None:
+        return samples
+    seen: dict[str, int] = {}
+    return [s for s in samples if (seen.__setitem__(s.domain, seen.get(s.domain, 0) + 1) or seen[s.domain] <= limit)]
+
+
 def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:
-    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console)
+    """A bar whose rate and ETA are the whole stage's average so far (not the last seconds': samples finish
+    in bursts under concurrency, and a short window swings the estimate by minutes)."""
+    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("{task.fields[rate]}"), console=console)
     task = progress.add_task(label, total=total, rate="")
 
     def tick() -> None:
         progress.advance(task)
-        speed = progress.tasks[0].speed
-        progress.update(task, rate=f"{speed:.1f}/s" if speed else "")
+        state = progress.tasks[0]
+        if state.elapsed and state.completed:
+            rate = state.completed / state.elapsed
+            left = (state.total or 0) - state.completed
+            progress.update(task, rate=f"{rate:.2f}/s, ETA {_clock(left / rate)}" if left else f"{rate:.2f}/s")
 
     return progress, tick
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
 
 def _start(out: Path, stage: str, settings: dict[str, Any], rows: Path, force_new: bool, files: list[str]) -> None:
@@ -106,22 +123,32 @@ def _run_stage(out: Path, stage: str, rows: Path, total: int, work: Callable[[Ca
     finish(out, stage)
 
 
-def _infer(samples: list[BenchSample], data: Path, out: Path, options: o.ModelOptions, concurrency: int,
-           force_new: bool) -> None:
+def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, concurrency: int,
+           force_new: bool) -> list[BenchSample]:
+    """Predict the first ``limit`` samples of each domain (all with None) and return them; answer budgets
+    are sized on the whole data, so that --limit does not change them."""
+    every = _samples(data)
+    samples = _first(every, limit)
     wm = options.world_model(concurrency)
+    budgets = answer_budgets(every, wm.backend.context_window) if options.max_tokens == AUTO else None
+    if budgets:
+        console.print("answer budget per domain (tokens, from the data's real observations; --max-tokens N sets "
+                      "one): " + ", ".join(f"{d} {n}" for d, n in sorted(budgets.items())))
     _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
-                          "seed": options.seed, "max_tokens": options.max_tokens, "data": digest(data)},
+                          "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data)},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
     update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")
-    _run_stage(out, "infer", out / PREDICTIONS, todo, lambda tick: run_infer(samples, wm, out, concurrency, tick))
+    _run_stage(out, "infer", out / PREDICTIONS, todo,
+               lambda tick: run_infer(samples, wm, out, concurrency, tick, budgets=budgets))
     rows = predictions(out).by_id().values()
     errors, never = sum(1 for r in rows if not r.ok and not r.never_fits), sum(1 for r in rows if r.never_fits)
     console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else "")
                   + (f"; {never} can never fit the model's window at these settings (not retried; a compact "
                      "export, a model with a larger window or a smaller --max-tokens would)" if never else ""))
+    return samples
 
 
 def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, force_new: bool = False,
@@ -160,12 +187,12 @@ def _judged_rows(out: Path) -> dict[str, dict]:
 
 
 @bench_app.command("infer")
-@o.model_options(exclude=("prompts_dir",), max_tokens=2048)
+@o.model_options(exclude=("prompts_dir",), helps={"max_tokens": BUDGET_HELP}, max_tokens=AUTO)
 def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, force_new: ForceNew = False,
               *, options: o.ModelOptions) -> None:
     """Predict the observation of every sample (resumes: finished samples are kept, if the model, sampling
     and data are the ones recorded in OUT/run.json)."""
-    _infer(_samples(data, limit), data, out, options, concurrency, force_new)
+    _infer(data, limit, out, options, concurrency, force_new)
 
 
 @bench_app.command("judge")
@@ -190,14 +217,12 @@ def score_cmd(out: Out, report: Annotated[bool, typer.Option(help="Also write re
 
 
 @bench_app.command("run")
-@o.model_options(exclude=("prompts_dir",), max_tokens=2048)
+@o.model_options(exclude=("prompts_dir",), helps={"max_tokens": BUDGET_HELP}, max_tokens=AUTO)
 def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Concurrency = 16,
             prompts_dir: o.PromptsDir = None, limit: Limit = None, force_new: ForceNew = False, *,
             options: o.ModelOptions) -> None:
     """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
-    samples = _samples(data, limit)
-    by_id = {s.id: s for s in samples}
-    _infer(samples, data, out, options, concurrency, force_new)
+    by_id = {s.id: s for s in _infer(data, limit, out, options, concurrency, force_new)}
     _judge(by_id, out, judge_spec, concurrency, prompts_dir=prompts_dir, base_url=options.base_url,
            api_key=options.api_key)
     _score(out, by_id)

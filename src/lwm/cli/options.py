@@ -58,17 +58,26 @@ class ModelOptions:
                           timeout=self.timeout, max_retries=self.retries)
 
 
-def model_options(*, exclude: tuple[str, ...] = (), **defaults: Any) -> Callable[[F], F]:
-    """Give a typer command the model options (less ``exclude``; ``defaults`` override ModelOptions').
-    The command takes them as one keyword parameter, ``options: ModelOptions``."""
+def _helped(name: str, help_text: str | None) -> Any:
+    """An option's declared annotation, with its help text replaced where a command says more."""
+    if help_text is None:
+        return _DECLARED[name]
+    kind, option = _DECLARED[name].__origin__, _DECLARED[name].__metadata__[0]
+    return Annotated[kind, typer.Option(*option.param_decls, help=help_text, envvar=option.envvar)]
+
+
+def model_options(*, exclude: tuple[str, ...] = (), helps: dict[str, str] | None = None,
+                  **defaults: Any) -> Callable[[F], F]:
+    """Give a typer command the model options (less ``exclude``; ``defaults`` override ModelOptions',
+    ``helps`` their help text). The command takes them as one keyword parameter, ``options: ModelOptions``."""
     names = [f.name for f in fields(ModelOptions) if f.name not in exclude]
     base = ModelOptions(**defaults)
 
     def decorate(command: F) -> F:
         signature = inspect.signature(command, eval_str=True)
         own = [p for p in signature.parameters.values() if p.name != "options"]
-        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=getattr(base, n), annotation=_DECLARED[n])
-                 for n in names]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=getattr(base, n),
+                                   annotation=_helped(n, (helps or {}).get(n))) for n in names]
 
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
