@@ -3,10 +3,12 @@
 from lwm.backends import Backend, GenerateConfig, load_backend
 from lwm.domains import Domain, get_domain
 from lwm.envs import SimEnv
+from lwm.envs.registration import register_envs
 from lwm.types import Action, Context, Observation, Provenance, Trajectory, Turn
 from lwm.worldmodel import WorldModel
 
 __version__ = "0.1.0"
+register_envs()  # gymnasium.make("lwm/Terminal-v0", ...)
 __all__ = [
     "Action", "Backend", "Context", "Domain", "GenerateConfig", "Observation", "Provenance", "SimEnv",
     "Trajectory", "Turn", "WorldModel", "get_domain", "load_backend",

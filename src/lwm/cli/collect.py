@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.collect import EpisodeResult, plan, run
 from lwm.collect.presets import PRESETS, plan_preset
@@ -31,8 +31,7 @@ def collect(
     base_url: Annotated[str | None, typer.Option(help="For an agent policy on an OpenAI-compatible server.")] = None,
     executor: Annotated[str, typer.Option(help="process (local worker processes) or ray (Ray tasks; RAY_ADDRESS "
                                           "picks a cluster).")] = "process",
-    env_option: Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "
-                                                         "e.g. preset=memory for mcp.")] = None,
+    env_option: o.EnvOption = None,
 ) -> None:
     """Run explorer episodes in a real environment and record every step."""
     console = Console()
@@ -47,13 +46,7 @@ def collect(
         raise fail(f"say which real environment to record: --domain ({have}) or --preset ({', '.join(PRESETS)})", 2)
     if domain not in names("env") or domain not in names("explorer"):
         raise fail(f"no real environment with an explorer for {domain!r}; have: {have}", 2)
-    options: dict = {"project": str(project)} if project else {}
-    for item in env_option or []:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value) if value else True
-        except json.JSONDecodeError:
-            options[key] = value  # a plain string: --env-option preset=memory
+    options = {**({"project": str(project)} if project else {}), **o.env_options(env_option)}
     policy_options = {"base_url": base_url} if base_url else {}
     try:
         todo, skipped = plan(domain, episodes, max_steps, seed, out, options, mistake_rate, "", policy,

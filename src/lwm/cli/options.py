@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -56,6 +57,23 @@ class ModelOptions:
         return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
                           base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
                           timeout=self.timeout, max_retries=self.retries)
+
+
+EnvOption = Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "
+                                                  "e.g. preset=memory for mcp.")]
+
+
+def env_options(items: list[str] | None) -> dict[str, Any]:
+    """``--env-option KEY=VALUE`` items as keyword options: JSON values as parsed, others as text, a bare
+    KEY as True."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value) if value else True
+        except json.JSONDecodeError:
+            options[key] = value  # a plain string: --env-option preset=memory
+    return options
 
 
 def _helped(name: str, help_text: str | None) -> Any:

@@ -21,6 +21,8 @@ from gymnasium import spaces
 from lwm.domains import ActionError, Domain, get_domain
 from lwm.types import Action, Context, Observation, Provenance, Trajectory
 
+UNREPEATABLE = frozenset({"cached", "seconds"})
+"""Observation metadata that differs between two runs of the same step (kept out of ``info``)."""
 MAX_TEXT = 1_000_000
 MAX_OBSERVATION = 100_000
 """Characters an observation keeps (head and tail); a real tool can print megabytes, a history cannot."""
@@ -98,9 +100,10 @@ class TextEnv(gym.Env[str, str]):
         started = time.perf_counter()
         observation = self.transition(parsed)
         seconds = round(time.perf_counter() - started, 4)
-        info = {"turn": len(self.trajectory.turns) + 1, **observation.metadata}
-        # The step's duration is recorded with the turn (provenance), but kept out of info: Gymnasium
-        # expects equal infos for equal seeds and actions.
+        # The step's duration and whether the answer came from the cache are recorded with the turn
+        # (provenance), but kept out of info: Gymnasium expects equal infos for equal seeds and actions.
+        info = {"turn": len(self.trajectory.turns) + 1,
+                **{k: v for k, v in observation.metadata.items() if k not in UNREPEATABLE}}
         observation = observation.model_copy(update={"content": cap_text(observation.content),
                                                      "metadata": {**observation.metadata, "seconds": seconds}})
         self.trajectory = self.trajectory.extended(parsed, observation)

@@ -16,8 +16,6 @@ import asyncio
 import hashlib
 import itertools
 import json
-import socket
-import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -26,6 +24,8 @@ from typing import Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
+
+from lwm.testing.asgi import ThreadedServer
 
 FaultKind = Literal["latency", "status", "drop", "malformed", "slow_stream", "hang"]
 Answer = Sequence[str] | Callable[[list[dict[str, Any]]], str] | None
@@ -60,8 +60,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.host, self.port = host, port
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._runner: ThreadedServer | None = None
         self.app = self._make_app()
 
     # --- faults ------------------------------------------------------------------------------
@@ -151,37 +150,18 @@ class ScriptedServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def start(self) -> ScriptedServer:
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="critical", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("scripted OpenAI server did not start")
-            time.sleep(0.01)
+        self._runner = ThreadedServer(self.app, self.host, self.port).start()
+        self.port = self._runner.port
         return self
 
     def wait(self) -> None:
         """Block until the server stops or Ctrl+C (for ``lwm testserver``)."""
-        assert self._thread is not None, "start() first"
-        try:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
-        except KeyboardInterrupt:
-            self.stop()
+        assert self._runner is not None, "start() first"
+        self._runner.wait()
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(5)
+        if self._runner is not None:
+            self._runner.stop()
 
     def __enter__(self) -> ScriptedServer:
         return self.start()

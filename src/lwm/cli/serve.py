@@ -1,0 +1,60 @@
+"""``lwm serve``: a simulated (or real) environment where agents and trainers already look."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwm.cli import options as o
+from lwm.cli.simulate import fail
+from lwm.domains import domain_names
+
+serve_app = typer.Typer(help="Serve an environment over OpenEnv (simulated by a world model, or real).",
+                        no_args_is_help=True)
+
+Domain = Annotated[str, typer.Option(help="The domain to serve: " + ", ".join(domain_names()) + ".")]
+Real = Annotated[bool, typer.Option("--real", help="Serve the real environment instead of the world model.")]
+Store = Annotated[Path | None, typer.Option(help="Record every served episode in this trajectory store.")]
+Host = Annotated[str, typer.Option(help="Address to bind; anything but loopback needs --token.")]
+Port = Annotated[int, typer.Option(help="Port.")]
+Token = Annotated[str | None, typer.Option(help="Bearer token clients must send (or put in the URL: /t/<token>).",
+                                           envvar="LWM_SERVE_TOKEN")]
+MaxSessions = Annotated[int, typer.Option(help="Most sessions at once (one per connected client).")]
+IdleSeconds = Annotated[float, typer.Option(help="A session with no message for this long is closed.")]
+MaxTurns = Annotated[int, typer.Option(help="Steps after which an episode is truncated.")]
+
+
+@serve_app.command("openenv")
+@o.model_options(exclude=("prompts_dir", "no_cache", "seed", "timeout", "retries"))
+def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.EnvOption = None,
+                store: Store = None, host: Host = "127.0.0.1", port: Port = 8000, token: Token = None,
+                max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0, max_turns: MaxTurns = 50, *,
+                options: o.ModelOptions) -> None:
+    """An OpenEnv environment server: reset/step/state over WebSocket, one session per client (OpenEnv's
+    GenericEnvClient and TRL's OpenEnv integration connect to http://HOST:PORT)."""
+    import uvicorn
+
+    from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind
+    from lwm.serve.openenv import openenv_app
+    from lwm.serve.session import ServeConfig
+
+    if domain not in domain_names():
+        raise fail(f"unknown domain {domain!r}; have: {', '.join(domain_names())}", 2)
+    try:
+        check_bind(host, token)
+    except UnsafeBind as exc:
+        raise fail(str(exc), 2) from None
+    config = ServeConfig(domain=domain, model=options.model, real=real, env_options=o.env_options(env_option),
+                         store=store, max_turns=max_turns, max_tokens=options.max_tokens,
+                         temperature=options.temperature, base_url=options.base_url, api_key=options.api_key)
+    app = openenv_app(config, max_sessions=max_sessions, idle_seconds=idle_seconds)
+    what = "the real environment" if real else f"simulated by {options.model}"
+    typer.echo(f"lwm serve openenv: {domain}, {what}, at http://{host}:{port}"
+               + (" (token required)" if token else "") + (f"; recording to {store}" if store else ""), err=True)
+    uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(serve_app, name="serve")

@@ -1,0 +1,113 @@
+"""Gymnasium registration: ``gymnasium.make("lwm/Terminal-v0", model="embedded")`` for every domain,
+simulated, and ``lwm/Terminal-real-v0`` for the real environments, after ``import lwm``.
+
+``make_vec`` with ``vectorization_mode="vector_entry_point"`` gives ``SimVectorEnv``: one world model shared
+by every sub-environment, their steps sent together (so a serving engine batches them) instead of one
+after another. ``store=`` records every episode in a trajectory store (``RecordTrajectory``), and
+``max_turns`` truncates an episode inside the recorder, so a truncated episode is recorded too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector.utils import iterate
+from gymnasium.wrappers import TimeLimit
+
+from lwm.backends import DEFAULT_SPEC, GenerateConfig
+from lwm.data.store import TrajectoryStore
+from lwm.envs.record import RecordTrajectory
+from lwm.envs.sim import SimEnv
+from lwm.types import Context
+from lwm.worldmodel import WorldModel
+
+NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web", "os": "OS", "swe": "SWE",
+         "android": "Android"}
+"""Domain -> the name in its Gymnasium id (``lwm/<Name>-v0``)."""
+
+
+def _finish(env: gym.Env, store: str | Path | None, max_turns: int | None) -> gym.Env:
+    if max_turns:
+        env = TimeLimit(env, max_episode_steps=max_turns)
+    return RecordTrajectory(env, TrajectoryStore(store)) if store else env
+
+
+def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel | None = None,
+             context: Context | dict[str, Any] | None = None, store: str | Path | None = None,
+             max_turns: int | None = None, max_tokens: int = 512, temperature: float = 0.0,
+             base_url: str | None = None, api_key: str | None = None, render_mode: str | None = None) -> gym.Env:
+    """A simulated ``domain``: ``model`` (a spec) or a ready ``world_model`` plays the environment."""
+    if world_model is None:
+        world_model = WorldModel(model, config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
+                                 base_url=base_url, api_key=api_key)
+    if isinstance(context, dict):
+        context = Context.model_validate(context)
+    return _finish(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns)
+
+
+def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | None = None,
+              **options: Any) -> gym.Env:
+    """The real ``domain`` (sandboxed where it runs programs); ``options`` as ``lwm collect --env-option``."""
+    from lwm.registry import get
+
+    return _finish(get("env", domain)(**options), store, max_turns)
+
+
+class _Prefetched(gym.Wrapper):
+    """Hands back a step result computed ahead (by ``SimVectorEnv``), else steps as usual."""
+
+    result: tuple[Any, ...] | None = None
+
+    def step(self, action: Any) -> tuple[Any, ...]:
+        if self.result is not None:
+            result, self.result = self.result, None
+            return result
+        return self.env.step(action)
+
+
+class SimVectorEnv(SyncVectorEnv):
+    """Simulated sub-environments sharing one world model, stepped concurrently (one thread each).
+
+    Gymnasium's ``SyncVectorEnv`` semantics (autoreset, infos, spaces) are kept: the sub-steps are run
+    together first, then ``SyncVectorEnv.step`` collects their results in order."""
+
+    def __init__(self, domain: str, num_envs: int = 1, model: str = DEFAULT_SPEC, *,
+                 world_model: WorldModel | None = None, max_tokens: int = 512, temperature: float = 0.0,
+                 base_url: str | None = None, api_key: str | None = None, **options: Any):
+        self.world_model = world_model or WorldModel(
+            model, config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
+            base_url=base_url, api_key=api_key, concurrency=num_envs)
+        fns: Sequence[Callable[[], gym.Env]] = [
+            lambda: _Prefetched(make_sim(domain, world_model=self.world_model, **options)) for _ in range(num_envs)]
+        super().__init__(fns)
+        self._pool = ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="lwm-vec")
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        chosen = list(iterate(self.action_space, actions))
+        resetting = self._autoreset_envs if self.autoreset_mode == AutoresetMode.NEXT_STEP else [False] * self.num_envs
+        todo = [i for i in range(self.num_envs) if not resetting[i]]
+
+        def run(i: int) -> None:
+            self.envs[i].result = self.envs[i].env.step(chosen[i])
+
+        list(self._pool.map(run, todo))
+        return super().step(actions)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        super().close_extras(**kwargs)
+        self._pool.shutdown(wait=False)
+
+
+def register_envs() -> None:
+    """Register ``lwm/<Name>-v0`` (simulated) and ``lwm/<Name>-real-v0`` (real) for every domain."""
+    for domain, name in NAMES.items():
+        if f"lwm/{name}-v0" in gym.registry:
+            continue
+        gym.register(f"lwm/{name}-v0", entry_point=make_sim, kwargs={"domain": domain},
+                     vector_entry_point=SimVectorEnv, disable_env_checker=False)
+        gym.register(f"lwm/{name}-real-v0", entry_point=make_real, kwargs={"domain": domain})

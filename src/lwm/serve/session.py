@@ -1,0 +1,215 @@
+"""The one simulator core every face serves (OpenEnv, Gymnasium, MCP): a session is one client's episode.
+
+A session owns an lwm environment — the world model playing the domain (``SimEnv``), or the real one —
+wrapped in ``RecordTrajectory`` so that every served episode lands in the trajectory store as it runs,
+with the model, the mode and the face that served it. History and prompts are the environment's and
+the ``WorldModel``'s (oldest turns dropped to fit the window), never the face's. With a task
+(``reset(task="search/syscall-0007")``) the session starts from the task's context and a
+``final_answer`` action ends the episode with the task checker's reward.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from lwm.agent.loop import FINAL, Episode, close_env, make_env, reward
+from lwm.agent.tasks import Task, get_task
+from lwm.backends import DEFAULT_SPEC, GenerateConfig
+from lwm.data.store import TrajectoryStore
+from lwm.envs import RecordTrajectory, SimEnv
+from lwm.registry import get
+from lwm.types import Context
+from lwm.worldmodel import WorldModel
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What a server serves: one domain, simulated by ``model`` or real (``real=True``)."""
+
+    domain: str
+    model: str = DEFAULT_SPEC
+    real: bool = False
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options of the real environment (as ``lwm collect --env-option``)."""
+    store: Path | None = None
+    """Where served episodes are recorded (a trajectory store folder); None records nothing."""
+    max_turns: int | None = 50
+    """Steps after which an episode is truncated (a bound on one session's history)."""
+    max_tokens: int = 512
+    temperature: float = 0.0
+    base_url: str | None = None
+    api_key: str | None = None
+
+    @property
+    def mode(self) -> str:
+        return "real" if self.real else "sim"
+
+    def world_model(self) -> WorldModel | None:
+        """The world model every session of this server shares (None when serving the real environment)."""
+        if self.real:
+            return None
+        return WorldModel(self.model, config=GenerateConfig(max_tokens=self.max_tokens, temperature=self.temperature),
+                          base_url=self.base_url, api_key=self.api_key)
+
+
+@dataclass
+class StepResult:
+    observation: str
+    reward: float = 0.0
+    done: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Session:
+    """One client's episode in the served environment. Not thread-safe: a face serialises a session's calls."""
+
+    def __init__(self, config: ServeConfig, world_model: WorldModel | None, face: str):
+        self.config, self.world_model, self.face = config, world_model, face
+        self.id = uuid.uuid4().hex[:12]
+        self.env: RecordTrajectory | None = None
+        self.task: Task | None = None
+        self.last_used = time.monotonic()
+        self.steps = 0
+        self.done = False
+        self.last_observation = ""
+
+    def _make(self, task: Task | None, context: Context | None) -> gym.Env:
+        if task is not None:
+            return make_env(task, self.config.mode, self.world_model)
+        if self.world_model is not None:
+            return SimEnv(self.world_model, self.config.domain, context)
+        env = get("env", self.config.domain)(**self.config.env_options)
+        if context is not None:
+            env.context = context
+        return env
+
+    def reset(self, seed: int | None = None, task: str | None = None,
+              context: Context | dict[str, Any] | None = None) -> StepResult:
+        """Start a new episode (closing the previous one): a task's, or the domain's with ``context``."""
+        self.close()
+        self.task = get_task(task) if task else None
+        if self.task is not None and self.task.domain != self.config.domain:
+            raise ValueError(f"task {task} is a {self.task.domain} task; this server serves {self.config.domain}")
+        if isinstance(context, dict):
+            context = Context.model_validate(context)
+        store = TrajectoryStore(self.config.store) if self.config.store else None
+        provenance = {"served": self.face, "mode": self.config.mode, "session": self.id,
+                      **({"task": self.task.id} if self.task else {})}
+        self.env = RecordTrajectory(self._make(self.task, context), store, provenance=provenance)
+        observation, info = self.env.reset(seed=seed)
+        self.steps, self.done, self.last_observation = 0, False, observation
+        self.last_used = time.monotonic()
+        return StepResult(observation, info={**info, "session": self.id, "mode": self.config.mode})
+
+    def step(self, action: str | dict[str, Any] | list[Any]) -> StepResult:
+        """One action (the domain's format, as text or JSON); a task's ``final_answer`` ends the episode."""
+        if self.env is None or self.done:
+            raise gym.error.ResetNeeded("reset the session before stepping" if self.env is None
+                                        else "the episode has ended: reset to start another")
+        self.last_used = time.monotonic()
+        answer = self._final_answer(action)
+        if answer is not None:
+            return self._finish(answer)
+        observation, rew, terminated, truncated, info = self.env.step(
+            action if isinstance(action, str) else json.dumps(action))
+        self.steps += 1
+        self.last_observation = observation
+        if self.config.max_turns and self.steps >= self.config.max_turns and not terminated:
+            truncated = True
+            self.env.finish()
+        self.done = terminated or truncated
+        return StepResult(observation, float(rew), terminated, truncated, {**info, "mode": self.config.mode})
+
+    def _final_answer(self, action: str | dict[str, Any] | list[Any]) -> str | None:
+        if self.task is None:
+            return None
+        data = action
+        if isinstance(action, str):
+            try:
+                data = json.loads(action)
+            except ValueError:
+                return None
+        if isinstance(data, dict) and data.get("name") == FINAL:
+            answer = (data.get("arguments") or {}).get("answer", "")
+            return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        return None
+
+    def _finish(self, answer: str) -> StepResult:
+        """The task checker's reward on ``answer``; the episode is recorded with it."""
+        assert self.env is not None and self.task is not None
+        episode = Episode(self.task, self.config.mode, answer=answer, messages=[
+            {"role": "user", "content": turn.observation.content} for turn in self.env.trajectory.turns])
+        value = reward(episode, self.env)
+        trajectory = self.env.trajectory
+        self.env.trajectory = trajectory.model_copy(update={"provenance": trajectory.provenance.model_copy(
+            update={"extra": {**trajectory.provenance.extra, "reward": value, "answer": answer}})})
+        self.env.finish()
+        self.done = True
+        return StepResult(f"Episode finished: reward {value:.3f}", value, True, False,
+                          {"mode": self.config.mode, "answer": answer, "task": self.task.id})
+
+    def state(self) -> dict[str, Any]:
+        trajectory = self.env.trajectory if self.env is not None else None
+        return {"episode_id": trajectory.id if trajectory else None, "step_count": self.steps,
+                "domain": self.config.domain, "mode": self.config.mode, "session": self.id,
+                "task": self.task.id if self.task else None, "done": self.done,
+                "model": None if self.world_model is None else self.world_model.backend.name}
+
+    def close(self) -> None:
+        """Close the episode's environment; an unfinished episode is recorded as far as it got."""
+        if self.env is None:
+            return
+        env, self.env = self.env, None
+        try:
+            if env.trajectory is not None and env.trajectory.turns and not env.stored:
+                env.finish()
+        finally:
+            close_env(env)
+
+
+class Sessions:
+    """Sessions by key for a face without its own session management (MCP): bounded in number, each
+    expired after ``idle_seconds`` without a call; the oldest idle one makes room when full."""
+
+    def __init__(self, config: ServeConfig, face: str, max_sessions: int = 64, idle_seconds: float = 900.0):
+        self.config, self.face = config, face
+        self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
+        self.world_model = config.world_model()
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Session:
+        with self._lock:
+            self._expire()
+            session = self._sessions.get(key)
+            if session is None:
+                if len(self._sessions) >= self.max_sessions:
+                    raise RuntimeError(f"all {self.max_sessions} sessions are in use; try again later")
+                session = self._sessions[key] = Session(self.config, self.world_model, self.face)
+            session.last_used = time.monotonic()
+            return session
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, s in self._sessions.items() if now - s.last_used > self.idle_seconds]:
+            self._sessions.pop(key).close()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def close(self) -> None:
+        with self._lock:
+            for session in self._sessions.values():
+                session.close()
+            self._sessions.clear()
+        if self.world_model is not None:
+            self.world_model.close()

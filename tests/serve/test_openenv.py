@@ -1,0 +1,79 @@
+"""The OpenEnv face, driven by OpenEnv's own client over a real uvicorn server on loopback."""
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("openenv.core")
+from openenv.core import GenericEnvClient  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+from lwm.data import read_trajectories  # noqa: E402
+from lwm.serve.openenv import openenv_app  # noqa: E402
+from lwm.serve.session import ServeConfig  # noqa: E402
+from lwm.testing.asgi import ThreadedServer  # noqa: E402
+from lwm.testing.openai_server import ScriptedServer  # noqa: E402
+
+LS = {"action": [{"keystrokes": "ls\n"}]}
+
+
+def client(url: str):
+    return GenericEnvClient(base_url=url).sync()
+
+
+def test_each_client_is_its_own_session_with_its_own_history_and_recording(tmp_path):
+    store = tmp_path / "served"
+    with ScriptedServer() as model:
+        config = ServeConfig(domain="terminal", model="openai:scripted", base_url=model.base_url, store=store)
+        with ThreadedServer(openenv_app(config)) as server, client(server.url) as a, client(server.url) as b:
+            first = a.reset(seed=1)
+            b.reset(seed=2)
+            assert first.observation["text"] == "user@lwm:~$ " and first.observation["info"]["mode"] == "sim"
+            a.step({"action": [{"keystrokes": "echo only-in-a\n"}]})
+            stepped = b.step({"action": [{"keystrokes": "echo only-in-b\n"}]})
+            b.step(LS)
+            assert stepped.observation["text"].startswith("scripted observation") and stepped.done is False
+            state = b.state()
+            assert state["step_count"] == 2 and state["domain"] == "terminal" and state["model"] == "openai:scripted"
+        sent = [json.dumps(r["messages"]) for r in model.requests]
+    b_requests = [s for s in sent if "only-in-b" in s]
+    assert len(b_requests) == 2 and not any("only-in-a" in s for s in b_requests)  # histories never mix
+    recorded = list(read_trajectories(store))  # each session recorded when its client left
+    assert sorted(len(t.turns) for t in recorded) == [1, 2]
+    assert {t.provenance.extra["served"] for t in recorded} == {"openenv"}
+
+
+def test_a_malformed_message_is_an_error_and_the_session_goes_on(tmp_path):
+    config = ServeConfig(domain="terminal", model="mock")
+    with ThreadedServer(openenv_app(config)) as server, client(server.url) as env:
+        env.reset()
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            env.step({"not_an_action": 1})
+        with pytest.raises(RuntimeError, match="reset"):
+            GenericEnvClient(base_url=server.url).sync().__enter__().step(LS)  # a step before any reset
+        assert env.step(LS).observation["text"].startswith("mock observation")
+
+
+def test_sessions_are_bounded(tmp_path):
+    with ThreadedServer(openenv_app(ServeConfig(domain="terminal", model="mock"), max_sessions=1)) as server:
+        with client(server.url) as first:
+            first.reset()
+            with connect(server.url.replace("http", "ws") + "/ws") as second:  # one more: refused, said why
+                refusal = json.loads(second.recv(timeout=5))
+            assert refusal["data"]["code"] == "CAPACITY_REACHED" and refusal["data"]["max_sessions"] == 1
+            assert first.step(LS).observation["text"]
+
+
+@pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
+def test_the_same_server_fronts_the_real_environment_with_a_tasks_reward(tmp_path):
+    config = ServeConfig(domain="terminal", real=True, store=tmp_path / "real")
+    with ThreadedServer(openenv_app(config)) as server, client(server.url) as env:
+        env.reset(task="terminal/count-lines-0000")
+        shown = env.step({"action": [{"keystrokes": "wc -l < data.txt > count.txt; cat count.txt\n",
+                                      "duration": 0.5}]})
+        assert "39" in shown.observation["text"] and shown.observation["info"]["mode"] == "real"
+        done = env.step({"action": {"name": "final_answer", "arguments": {"answer": "done"}}})
+        assert done.done is True and done.reward == 1.0
+    (recorded,) = read_trajectories(tmp_path / "real")
+    assert recorded.provenance.extra["task"] == "terminal/count-lines-0000" and recorded.provenance.extra["reward"] == 1
