@@ -67,7 +67,7 @@ def test_sessions_are_bounded(tmp_path):
 
 @pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
 def test_the_same_server_fronts_the_real_environment_with_a_tasks_reward(tmp_path):
-    config = ServeConfig(domain="terminal", real=True, store=tmp_path / "real")
+    config = ServeConfig(domain="terminal", mode="real", store=tmp_path / "real")
     with ThreadedServer(openenv_app(config)) as server, client(server.url) as env:
         env.reset(task="terminal/count-lines-0000")
         shown = env.step({"action": [{"keystrokes": "wc -l < data.txt > count.txt; cat count.txt\n",

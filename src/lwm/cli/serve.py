@@ -11,7 +11,7 @@ from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.domains import domain_names
 
-serve_app = typer.Typer(help="Serve an environment over OpenEnv (simulated by a world model, or real).",
+serve_app = typer.Typer(help="Serve an environment over OpenEnv or MCP (simulated by a world model, or real).",
                         no_args_is_help=True)
 
 Domain = Annotated[str, typer.Option(help="The domain to serve: " + ", ".join(domain_names()) + ".")]
@@ -46,14 +46,79 @@ def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.E
         check_bind(host, token)
     except UnsafeBind as exc:
         raise fail(str(exc), 2) from None
-    config = ServeConfig(domain=domain, model=options.model, real=real, env_options=o.env_options(env_option),
-                         store=store, max_turns=max_turns, max_tokens=options.max_tokens,
-                         temperature=options.temperature, base_url=options.base_url, api_key=options.api_key)
+    config = ServeConfig(domain=domain, model=options.model, mode="real" if real else "sim",
+                         env_options=o.env_options(env_option), store=store, max_turns=max_turns,
+                         max_tokens=options.max_tokens, temperature=options.temperature,
+                         base_url=options.base_url, api_key=options.api_key)
     app = openenv_app(config, max_sessions=max_sessions, idle_seconds=idle_seconds)
     what = "the real environment" if real else f"simulated by {options.model}"
     typer.echo(f"lwm serve openenv: {domain}, {what}, at http://{host}:{port}"
                + (" (token required)" if token else "") + (f"; recording to {store}" if store else ""), err=True)
     uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+
+
+@serve_app.command("mcp")
+@o.model_options(exclude=("prompts_dir", "no_cache", "seed", "timeout", "retries"))
+def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to mirror: a preset (memory, "
+                                                       "filesystem, everything, time, git), a command line, or an "
+                                                       "http(s) URL.")] = None,
+            tools: Annotated[Path | None, typer.Option(help="Serve these tools (JSON list) instead of listing a "
+                                                       "real server's.")] = None,
+            mode: Annotated[str, typer.Option(help="sim (world model), real (pass through, recorded), replay "
+                                              "(recorded answers), cache-real-sim (recorded, else real, else sim).")]
+            = "sim",
+            replay: Annotated[list[Path] | None, typer.Option(help="Trajectories to answer from (replay, "
+                                                              "cache-real-sim).")] = None,
+            fall_through: Annotated[bool, typer.Option(help="replay: answer unknown calls with the world model "
+                                                       "instead of an error.")] = False,
+            transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at /mcp).")] = "stdio",
+            store: Store = None, host: Host = "127.0.0.1", port: Port = 8000, token: Token = None,
+            max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0, *, options: o.ModelOptions) -> None:
+    """An MCP server with a real server's tools, answered by the world model (or the real server, or
+    recordings), one history per client session; every answer says its source in _meta["lwm/source"]."""
+    from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind
+    from lwm.serve.mcp import MirrorServer, load_replay, mirrored_tools, real_options
+    from lwm.serve.mirror import MODES
+    from lwm.serve.session import ServeConfig
+
+    if mode not in MODES:
+        raise fail(f"unknown --mode {mode!r}; have: {', '.join(MODES)}", 2)
+    if transport not in ("stdio", "http"):
+        raise fail(f"unknown --transport {transport!r}; have: stdio, http", 2)
+    if mode in ("replay", "cache-real-sim") and not replay:
+        raise fail(f"--mode {mode} answers from recordings: give --replay TRAJECTORIES", 2)
+    if mode in ("real", "cache-real-sim") and not mirror:
+        raise fail(f"--mode {mode} calls the real server: give --mirror PRESET|COMMAND|URL", 2)
+    try:
+        if transport == "http":
+            check_bind(host, token)
+        real = real_options(mirror)
+        listed = mirrored_tools(real, tools)
+        recorded = load_replay(replay) if replay else None
+    except (UnsafeBind, ValueError, OSError, RuntimeError) as exc:
+        raise fail(str(exc), 2) from None
+    simulated = mode == "sim" or mode == "cache-real-sim" or (mode == "replay" and fall_through)
+    config = ServeConfig(domain="mcp", model=options.model if simulated else None, mode=mode, store=store,
+                         max_tokens=options.max_tokens, temperature=options.temperature, base_url=options.base_url,
+                         api_key=options.api_key)
+    mirror_server = MirrorServer(config, listed, real=real if mode in ("real", "cache-real-sim") else None,
+                                 replay=recorded, max_sessions=max_sessions, idle_seconds=idle_seconds)
+    typer.echo(f"lwm serve mcp: {len(listed)} tools ({mirror or tools}), mode {mode}"
+               + (f", {len(recorded)} recorded answers" if recorded else "")
+               + (f", at http://{host}:{port}/mcp" if transport == "http" else ", on stdio")
+               + (f"; recording to {store}" if store else ""), err=True)
+    try:
+        if transport == "stdio":
+            import anyio
+
+            anyio.run(mirror_server.run_stdio)
+        else:
+            import uvicorn
+
+            app = mirror_server.http_app(host)
+            uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+    finally:
+        mirror_server.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,13 @@ from lwm.worldmodel import WorldModel
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """What a server serves: one domain, simulated by ``model`` or real (``real=True``)."""
+    """What a server serves: one domain, played by ``model`` (``mode="sim"``), the real environment
+    (``"real"``), or — for the MCP mirror — recorded answers (``"replay"``, ``"cache-real-sim"``)."""
 
     domain: str
-    model: str = DEFAULT_SPEC
-    real: bool = False
+    model: str | None = DEFAULT_SPEC
+    """The world model's spec; None for no world model (real, or a replay with no fall-through)."""
+    mode: str = "sim"
     env_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options of the real environment (as ``lwm collect --env-option``)."""
     store: Path | None = None
@@ -49,12 +52,12 @@ class ServeConfig:
     api_key: str | None = None
 
     @property
-    def mode(self) -> str:
-        return "real" if self.real else "sim"
+    def real(self) -> bool:
+        return self.mode == "real"
 
     def world_model(self) -> WorldModel | None:
-        """The world model every session of this server shares (None when serving the real environment)."""
-        if self.real:
+        """The world model every session of this server shares (None when nothing is simulated)."""
+        if self.real or self.model is None:
             return None
         return WorldModel(self.model, config=GenerateConfig(max_tokens=self.max_tokens, temperature=self.temperature),
                           base_url=self.base_url, api_key=self.api_key)
@@ -69,11 +72,17 @@ class StepResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Session:
-    """One client's episode in the served environment. Not thread-safe: a face serialises a session's calls."""
+EnvFactory = Callable[[Context | None], gym.Env]
+"""Builds a session's environment from its context, for a face that serves its own kind (the MCP mirror)."""
 
-    def __init__(self, config: ServeConfig, world_model: WorldModel | None, face: str):
-        self.config, self.world_model, self.face = config, world_model, face
+
+class Session:
+    """One client's episode in the served environment. Calls of one session are serialised (``lock``)."""
+
+    def __init__(self, config: ServeConfig, world_model: WorldModel | None, face: str,
+                 make: EnvFactory | None = None):
+        self.config, self.world_model, self.face, self.make = config, world_model, face, make
+        self.lock = threading.Lock()
         self.id = uuid.uuid4().hex[:12]
         self.env: RecordTrajectory | None = None
         self.task: Task | None = None
@@ -85,6 +94,8 @@ class Session:
     def _make(self, task: Task | None, context: Context | None) -> gym.Env:
         if task is not None:
             return make_env(task, self.config.mode, self.world_model)
+        if self.make is not None:
+            return self.make(context)
         if self.world_model is not None:
             return SimEnv(self.world_model, self.config.domain, context)
         env = get("env", self.config.domain)(**self.config.env_options)
@@ -96,6 +107,8 @@ class Session:
               context: Context | dict[str, Any] | None = None) -> StepResult:
         """Start a new episode (closing the previous one): a task's, or the domain's with ``context``."""
         self.close()
+        if task and self.config.mode not in ("sim", "real"):
+            raise ValueError(f"tasks run in sim or real mode, not {self.config.mode}")
         self.task = get_task(task) if task else None
         if self.task is not None and self.task.domain != self.config.domain:
             raise ValueError(f"task {task} is a {self.task.domain} task; this server serves {self.config.domain}")
@@ -180,10 +193,11 @@ class Sessions:
     """Sessions by key for a face without its own session management (MCP): bounded in number, each
     expired after ``idle_seconds`` without a call; the oldest idle one makes room when full."""
 
-    def __init__(self, config: ServeConfig, face: str, max_sessions: int = 64, idle_seconds: float = 900.0):
-        self.config, self.face = config, face
+    def __init__(self, config: ServeConfig, face: str, max_sessions: int = 64, idle_seconds: float = 900.0,
+                 make: EnvFactory | None = None, world_model: WorldModel | None = None):
+        self.config, self.face, self.make = config, face, make
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
-        self.world_model = config.world_model()
+        self.world_model = world_model if world_model is not None else config.world_model()
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
@@ -194,7 +208,7 @@ class Sessions:
             if session is None:
                 if len(self._sessions) >= self.max_sessions:
                     raise RuntimeError(f"all {self.max_sessions} sessions are in use; try again later")
-                session = self._sessions[key] = Session(self.config, self.world_model, self.face)
+                session = self._sessions[key] = Session(self.config, self.world_model, self.face, self.make)
             session.last_used = time.monotonic()
             return session
 

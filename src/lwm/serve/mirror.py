@@ -1,0 +1,110 @@
+"""A mirrored MCP server's environment: each tool call answered by the source its mode allows.
+
+Modes: ``sim`` (the world model), ``real`` (the real server, recorded), ``replay`` (recorded answers;
+an unknown call is an error, or falls through to the world model when one is given), and
+``cache-real-sim`` (a recorded answer if there is one, else the real server, else the world model).
+Every answer's ``metadata["source"]`` says where it came from (replay, real, sim), and the world model
+always sees the session's whole history, whatever answered the earlier calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from lwm.envs.base import TextEnv
+from lwm.types import Action, Context, Observation, Provenance, Trajectory
+from lwm.worldmodel import WorldModel
+
+Mode = Literal["sim", "real", "replay", "cache-real-sim"]
+MODES: tuple[str, ...] = ("sim", "real", "replay", "cache-real-sim")
+
+
+def call_key(action: Action | dict[str, Any]) -> str:
+    """A tool call's identity: its name and arguments, key order ignored."""
+    content = action.content if isinstance(action, Action) else action
+    return json.dumps({"name": content.get("name"), "arguments": content.get("arguments") or {}}, sort_keys=True)
+
+
+class Replay:
+    """Recorded answers by tool call. The same call asked again in a session gets the next recorded answer
+    to it (a stateful server answers a repeated call differently), the last one once they run out."""
+
+    def __init__(self, trajectories: Iterable[Trajectory]):
+        self.answers: dict[str, list[str]] = defaultdict(list)
+        for trajectory in trajectories:
+            for turn in trajectory.turns:
+                if isinstance(turn.action.content, dict):
+                    self.answers[call_key(turn.action)].append(turn.observation.content)
+
+    def answer(self, action: Action, asked_before: int) -> str | None:
+        found = self.answers.get(call_key(action))
+        return found[min(asked_before, len(found) - 1)] if found else None
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.answers.values())
+
+
+class MirrorEnv(TextEnv):
+    """The ``mcp`` domain with the mirrored server's tools; see the module docstring for the modes."""
+
+    def __init__(self, mode: Mode, tools: list[dict[str, Any]], *, world_model: WorldModel | None = None,
+                 real_options: dict[str, Any] | None = None, replay: Replay | None = None,
+                 context: Context | None = None):
+        if mode not in MODES:
+            raise ValueError(f"unknown mirror mode {mode!r}; known: {', '.join(MODES)}")
+        if mode == "sim" and world_model is None:
+            raise ValueError("mode sim needs a world model")
+        if mode in ("real", "cache-real-sim") and real_options is None:
+            raise ValueError(f"mode {mode} needs the real server (--mirror PRESET|CMD|URL)")
+        if mode in ("replay", "cache-real-sim") and replay is None:
+            raise ValueError(f"mode {mode} needs recorded trajectories (--replay)")
+        self.mode, self.world_model, self.replay = mode, world_model, replay
+        self.real_options = real_options
+        self.real: Any = None
+        context = (context or Context()).model_copy(update={"tools": tools})
+        super().__init__("mcp", context)
+
+    def provenance(self) -> Provenance:
+        model = self.world_model.backend.name if self.world_model else None
+        return Provenance(source="real" if self.mode == "real" else "simulated", environment=f"mirror:{self.mode}",
+                          model=model)
+
+    def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
+        self._close_real()
+        if self.real_options is not None:
+            from lwm.envs.real.mcp import MCPEnv
+
+            try:
+                self.real = MCPEnv(**self.real_options)
+                self.real.reset(seed=seed)
+            except Exception:
+                if self.mode == "real":
+                    raise
+                self._close_real()  # cache-real-sim: without the real server, the world model answers
+        return super().initial_observation(seed, options)
+
+    def transition(self, action: Action) -> Observation:
+        if self.replay is not None:
+            asked = sum(1 for t in self.trajectory.turns if call_key(t.action) == call_key(action))
+            text = self.replay.answer(action, asked)
+            if text is not None:
+                return Observation(content=text, metadata={"source": "replay", "tool": action.content["name"]})
+        if self.real is not None:
+            observation = self.real.transition(action)
+            return observation.model_copy(update={"metadata": {**observation.metadata, "source": "real"}})
+        if self.world_model is not None:
+            observation = self.world_model.predict_sync(self.trajectory, action)
+            return observation.model_copy(update={"metadata": {**observation.metadata, "source": "sim"}})
+        return Observation(content=f"Error: no recorded answer for {call_key(action)}",
+                           metadata={"source": "replay", "tool_error": True, "replay_miss": True})
+
+    def _close_real(self) -> None:
+        if self.real is not None:
+            self.real.close()
+            self.real = None
+
+    def close(self) -> None:
+        self._close_real()

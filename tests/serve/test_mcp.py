@@ -1,0 +1,118 @@
+"""The MCP mirror, checked with the official mcp client over stdio and streamable HTTP."""
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from lwm.data import read_trajectories
+from lwm.serve.mcp import MirrorServer, load_replay, mirrored_tools, real_options
+from lwm.serve.session import ServeConfig
+from lwm.testing.asgi import ThreadedServer
+from lwm.testing.openai_server import ScriptedServer
+
+LWM = str(Path(sys.executable).parent / "lwm")
+TOOLS = [{"name": "lookup", "description": "Find a record by key",
+          "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}]
+needs_sandbox = pytest.mark.skipif(not shutil.which("bwrap"), reason="the time preset runs in bubblewrap")
+
+
+async def _calls(session: ClientSession, calls: list[tuple[str, dict]]) -> list:
+    return [await session.call_tool(name, args) for name, args in calls]
+
+
+async def over_http(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        return (await session.list_tools()).tools, await _calls(session, calls)
+
+
+def served(mirror: MirrorServer) -> ThreadedServer:
+    return ThreadedServer(mirror.http_app(), lifespan="on")
+
+
+def test_http_clients_get_the_tools_and_a_history_each(tmp_path):
+    with ScriptedServer() as model:
+        config = ServeConfig(domain="mcp", model="openai:scripted", base_url=model.base_url, store=tmp_path / "s")
+        mirror = MirrorServer(config, TOOLS)
+        with served(mirror) as server:
+            url = f"{server.url}/mcp"
+            tools, (a,) = asyncio.run(over_http(url, [("lookup", {"key": "only-in-a"})]))
+            _, (b1, b2) = asyncio.run(over_http(url, [("lookup", {"key": "only-in-b"}), ("lookup", {"key": "x"})]))
+        mirror.close()
+        sent = [json.dumps(r["messages"]) for r in model.requests]
+    assert [(t.name, t.description, t.input_schema) for t in tools] == [
+        (t["name"], t["description"], t["inputSchema"]) for t in TOOLS]
+    assert a.content[0].text.startswith("scripted observation") and a.meta["lwm/source"] == "sim"
+    assert b1.meta["lwm/session"] == b2.meta["lwm/session"] != a.meta["lwm/session"]
+    assert "only-in-b" in sent[-1] and not any("only-in-a" in s for s in sent[1:])  # the histories never mix
+    recorded = sorted(read_trajectories(tmp_path / "s"), key=lambda t: len(t.turns))
+    assert [len(t.turns) for t in recorded] == [1, 2]  # each session recorded when the server closed
+    assert recorded[1].turns[0].observation.metadata["source"] == "sim"
+    assert recorded[1].context.tools == TOOLS  # the mirrored tools reach the world model's context
+
+
+def test_a_malformed_request_is_a_protocol_error_and_the_server_goes_on():
+    mirror = MirrorServer(ServeConfig(domain="mcp", model="mock"), TOOLS)
+    with served(mirror) as server:
+        url = f"{server.url}/mcp"
+        bad = httpx.post(url, content=b"{not json", headers={"content-type": "application/json",
+                                                              "accept": "application/json, text/event-stream"})
+        assert 400 <= bad.status_code < 500
+        _, (answer,) = asyncio.run(over_http(url, [("lookup", {"key": "k"})]))
+    mirror.close()
+    assert answer.content[0].text.startswith("mock observation")
+
+
+@needs_sandbox
+def test_stdio_mirror_of_a_real_server_lists_its_tools_and_simulates_them(tmp_path):
+    real_tools = mirrored_tools(real_options("time"))
+
+    async def run() -> tuple[list, list]:
+        params = StdioServerParameters(command=LWM, args=["serve", "mcp", "--mirror", "time", "--model", "mock",
+                                                          "--store", str(tmp_path / "s")])
+        async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            listed = (await session.list_tools()).tools
+            return listed, await _calls(session, [("get_current_time", {"timezone": "UTC"})])
+
+    listed, (answer,) = asyncio.run(run())
+    assert [t.name for t in listed] == [t["name"] for t in real_tools]
+    assert [t.input_schema for t in listed] == [t["inputSchema"] for t in real_tools]
+    assert answer.meta["lwm/source"] == "sim" and answer.content[0].text.startswith("mock observation")
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert recorded.provenance.extra["served"] == "mcp" and recorded.provenance.extra["mode"] == "sim"
+
+
+@needs_sandbox
+def test_real_then_replay_then_cache_real_sim(tmp_path):
+    utc = ("get_current_time", {"timezone": "UTC"})
+    tokyo = ("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+    tools = mirrored_tools(real_options("time"))
+
+    def serve(mode: str, calls: list, **kw) -> list:
+        config = ServeConfig(domain="mcp", model=kw.pop("model", None), mode=mode, store=kw.pop("store", None))
+        mirror = MirrorServer(config, tools, **kw)
+        with served(mirror) as server:
+            _, answers = asyncio.run(over_http(f"{server.url}/mcp", calls))
+        mirror.close()
+        return answers
+
+    (real,) = serve("real", [utc], real=real_options("time"), store=tmp_path / "real")
+    assert real.meta["lwm/source"] == "real" and '"timezone": "UTC"' in real.content[0].text
+    replay = load_replay([tmp_path / "real"])
+    again, unknown = serve("replay", [utc, tokyo], replay=replay)
+    assert again.content[0].text == real.content[0].text and again.meta["lwm/source"] == "replay"
+    assert unknown.is_error and "no recorded answer" in unknown.content[0].text
+    (fallen,) = serve("replay", [tokyo], replay=replay, model="mock")
+    assert fallen.meta["lwm/source"] == "sim"
+    cached, fresh = serve("cache-real-sim", [utc, tokyo], replay=replay, real=real_options("time"), model="mock")
+    assert cached.meta["lwm/source"] == "replay" and fresh.meta["lwm/source"] == "real"
+    assert "21:00" in fresh.content[0].text
