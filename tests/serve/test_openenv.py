@@ -77,3 +77,16 @@ def test_the_same_server_fronts_the_real_environment_with_a_tasks_reward(tmp_pat
         assert done.done is True and done.reward == 1.0
     (recorded,) = read_trajectories(tmp_path / "real")
     assert recorded.provenance.extra["task"] == "terminal/count-lines-0000" and recorded.provenance.extra["reward"] == 1
+
+
+def test_a_control_spec_perturbs_served_steps_and_is_recorded(tmp_path):
+    from lwm.envs.control import ControlSpec
+
+    spec = ControlSpec.model_validate({"seed": 1, "perturbations": [{"error": {"rate": 1.0, "kinds": ["not_found"]}}]})
+    config = ServeConfig(domain="terminal", model="mock", control=spec, store=tmp_path / "s")
+    with ThreadedServer(openenv_app(config)) as server, client(server.url) as env:
+        env.reset(seed=0)
+        assert env.step(LS).observation["text"] == "Error: not found (404)"
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert recorded.provenance.extra["control"]["perturbations"][0]["error"]["kinds"] == ["not_found"]
+    assert recorded.turns[0].observation.metadata["perturbations"] == ["error:not_found"]

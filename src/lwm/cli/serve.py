@@ -10,6 +10,7 @@ import typer
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.domains import domain_names
+from lwm.envs.control import ControlSpec
 
 serve_app = typer.Typer(help="Serve an environment over OpenEnv or MCP (simulated by a world model, or real).",
                         no_args_is_help=True)
@@ -24,13 +25,24 @@ Token = Annotated[str | None, typer.Option(help="Bearer token clients must send 
 MaxSessions = Annotated[int, typer.Option(help="Most sessions at once (one per connected client).")]
 IdleSeconds = Annotated[float, typer.Option(help="A session with no message for this long is closed.")]
 MaxTurns = Annotated[int, typer.Option(help="Steps after which an episode is truncated.")]
+Control = Annotated[Path | None, typer.Option(help="A control spec (YAML): perturbations and a world bible "
+                                              "(docs/serving.md).")]
+
+
+def _control(path: Path | None) -> ControlSpec | None:
+    try:
+        return ControlSpec.load(path) if path else None
+    except (ValueError, OSError) as exc:
+        raise fail(f"--control {exc}" if isinstance(exc, ValueError) else f"--control {path}: {exc.strerror}", 2) \
+            from None
 
 
 @serve_app.command("openenv")
 @o.model_options(exclude=("prompts_dir", "no_cache", "seed", "timeout", "retries"))
 def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.EnvOption = None,
-                store: Store = None, host: Host = "127.0.0.1", port: Port = 8000, token: Token = None,
-                max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0, max_turns: MaxTurns = 50, *,
+                store: Store = None, control: Control = None, host: Host = "127.0.0.1", port: Port = 8000,
+                token: Token = None, max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0,
+                max_turns: MaxTurns = 50, *,
                 options: o.ModelOptions) -> None:
     """An OpenEnv environment server: reset/step/state over WebSocket, one session per client (OpenEnv's
     GenericEnvClient and TRL's OpenEnv integration connect to http://HOST:PORT)."""
@@ -49,7 +61,7 @@ def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.E
     config = ServeConfig(domain=domain, model=options.model, mode="real" if real else "sim",
                          env_options=o.env_options(env_option), store=store, max_turns=max_turns,
                          max_tokens=options.max_tokens, temperature=options.temperature,
-                         base_url=options.base_url, api_key=options.api_key)
+                         base_url=options.base_url, api_key=options.api_key, control=_control(control))
     app = openenv_app(config, max_sessions=max_sessions, idle_seconds=idle_seconds)
     what = "the real environment" if real else f"simulated by {options.model}"
     typer.echo(f"lwm serve openenv: {domain}, {what}, at http://{host}:{port}"
@@ -72,8 +84,9 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
             fall_through: Annotated[bool, typer.Option(help="replay: answer unknown calls with the world model "
                                                        "instead of an error.")] = False,
             transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at /mcp).")] = "stdio",
-            store: Store = None, host: Host = "127.0.0.1", port: Port = 8000, token: Token = None,
-            max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0, *, options: o.ModelOptions) -> None:
+            store: Store = None, control: Control = None, host: Host = "127.0.0.1", port: Port = 8000,
+            token: Token = None, max_sessions: MaxSessions = 64, idle_seconds: IdleSeconds = 900.0, *,
+            options: o.ModelOptions) -> None:
     """An MCP server with a real server's tools, answered by the world model (or the real server, or
     recordings), one history per client session; every answer says its source in _meta["lwm/source"]."""
     from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind
@@ -100,7 +113,7 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
     simulated = mode == "sim" or mode == "cache-real-sim" or (mode == "replay" and fall_through)
     config = ServeConfig(domain="mcp", model=options.model if simulated else None, mode=mode, store=store,
                          max_tokens=options.max_tokens, temperature=options.temperature, base_url=options.base_url,
-                         api_key=options.api_key)
+                         api_key=options.api_key, control=_control(control))
     mirror_server = MirrorServer(config, listed, real=real if mode in ("real", "cache-real-sim") else None,
                                  replay=recorded, max_sessions=max_sessions, idle_seconds=idle_seconds)
     typer.echo(f"lwm serve mcp: {len(listed)} tools ({mirror or tools}), mode {mode}"

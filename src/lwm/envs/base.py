@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import string
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -51,8 +52,18 @@ class AnyText(spaces.Text):
         return super().sample(mask=mask, probability=probability)
 
 
+class StepControl(Protocol):
+    """Something that stands around each transition (``lwm.serve.control.Control``: injected errors,
+    latency, drift), reproducibly from the episode's seed."""
+
+    def reset(self, episode_seed: int | None) -> None: ...
+
+    def step(self, action: Action, turn: int, transition: Callable[[Action], Observation]) -> Observation: ...
+
+
 class TextEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"]}
+    control: StepControl | None = None
 
     def __init__(self, domain: str | Domain, context: Context | None = None, render_mode: str | None = None):
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
@@ -87,6 +98,8 @@ class TextEnv(gym.Env[str, str]):
             self.context = options["context"] if isinstance(options["context"], Context) \
                 else Context.model_validate(options["context"])
         self.trajectory = self._new_trajectory()
+        if self.control is not None:
+            self.control.reset(seed)
         self._last = self.initial_observation(seed, options)
         return self._last, {"domain": self.domain.name, "turn": 0}
 
@@ -98,7 +111,9 @@ class TextEnv(gym.Env[str, str]):
             self._last = f"Error: invalid action: {exc}"
             return self._last, 0.0, False, False, {"invalid_action": str(exc), "turn": len(self.trajectory.turns)}
         started = time.perf_counter()
-        observation = self.transition(parsed)
+        turn = len(self.trajectory.turns) + 1
+        observation = (self.control.step(parsed, turn, self.transition) if self.control is not None
+                       else self.transition(parsed))
         seconds = round(time.perf_counter() - started, 4)
         # The step's duration and whether the answer came from the cache are recorded with the turn
         # (provenance), but kept out of info: Gymnasium expects equal infos for equal seeds and actions.

@@ -3,8 +3,9 @@ simulated, and ``lwm/Terminal-real-v0`` for the real environments, after ``impor
 
 ``make_vec`` with ``vectorization_mode="vector_entry_point"`` gives ``SimVectorEnv``: one world model shared
 by every sub-environment, their steps sent together (so a serving engine batches them) instead of one
-after another. ``store=`` records every episode in a trajectory store (``RecordTrajectory``), and
-``max_turns`` truncates an episode inside the recorder, so a truncated episode is recorded too.
+after another. ``store=`` records every episode in a trajectory store (``RecordTrajectory``), ``max_turns`` truncates an
+episode inside the recorder (so a truncated episode is recorded too), and ``control=`` (a spec or its
+YAML file) perturbs the steps and gives the world model a world bible (``lwm.envs.control``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gymnasium.wrappers import TimeLimit
 
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.data.store import TrajectoryStore
+from lwm.envs.control import ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
 from lwm.types import Context
@@ -31,7 +33,9 @@ NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web",
 """Domain -> the name in its Gymnasium id (``lwm/<Name>-v0``)."""
 
 
-def _finish(env: gym.Env, store: str | Path | None, max_turns: int | None) -> gym.Env:
+def _finish(env: gym.Env, store: str | Path | None, max_turns: int | None,
+            control: ControlSpec | str | Path | None) -> gym.Env:
+    env = apply_control(env, control)
     if max_turns:
         env = TimeLimit(env, max_episode_steps=max_turns)
     return RecordTrajectory(env, TrajectoryStore(store)) if store else env
@@ -39,23 +43,24 @@ def _finish(env: gym.Env, store: str | Path | None, max_turns: int | None) -> gy
 
 def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel | None = None,
              context: Context | dict[str, Any] | None = None, store: str | Path | None = None,
-             max_turns: int | None = None, max_tokens: int = 512, temperature: float = 0.0,
-             base_url: str | None = None, api_key: str | None = None, render_mode: str | None = None) -> gym.Env:
+             max_turns: int | None = None, control: ControlSpec | str | Path | None = None, max_tokens: int = 512,
+             temperature: float = 0.0, base_url: str | None = None, api_key: str | None = None,
+             render_mode: str | None = None) -> gym.Env:
     """A simulated ``domain``: ``model`` (a spec) or a ready ``world_model`` plays the environment."""
     if world_model is None:
         world_model = WorldModel(model, config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
                                  base_url=base_url, api_key=api_key)
     if isinstance(context, dict):
         context = Context.model_validate(context)
-    return _finish(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns)
+    return _finish(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns, control)
 
 
 def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | None = None,
-              **options: Any) -> gym.Env:
+              control: ControlSpec | str | Path | None = None, **options: Any) -> gym.Env:
     """The real ``domain`` (sandboxed where it runs programs); ``options`` as ``lwm collect --env-option``."""
     from lwm.registry import get
 
-    return _finish(get("env", domain)(**options), store, max_turns)
+    return _finish(get("env", domain)(**options), store, max_turns, control)
 
 
 class _Prefetched(gym.Wrapper):

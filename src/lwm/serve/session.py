@@ -26,6 +26,7 @@ from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.data.store import TrajectoryStore
 from lwm.envs import RecordTrajectory, SimEnv
+from lwm.envs.control import ControlSpec, apply_control
 from lwm.registry import get
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
@@ -50,6 +51,8 @@ class ServeConfig:
     temperature: float = 0.0
     base_url: str | None = None
     api_key: str | None = None
+    control: ControlSpec | None = None
+    """Perturbations around every step and a world bible (``lwm.envs.control``)."""
 
     @property
     def real(self) -> bool:
@@ -117,7 +120,10 @@ class Session:
         store = TrajectoryStore(self.config.store) if self.config.store else None
         provenance = {"served": self.face, "mode": self.config.mode, "session": self.id,
                       **({"task": self.task.id} if self.task else {})}
-        self.env = RecordTrajectory(self._make(self.task, context), store, provenance=provenance)
+        if self.config.control is not None:
+            provenance["control"] = self.config.control.model_dump(exclude_defaults=True)
+        env = apply_control(self._make(self.task, context), self.config.control)
+        self.env = RecordTrajectory(env, store, provenance=provenance)
         observation, info = self.env.reset(seed=seed)
         self.steps, self.done, self.last_observation = 0, False, observation
         self.last_used = time.monotonic()
