@@ -1,0 +1,201 @@
+"""What serving costs per step, side by side in one run: SimEnv.step called directly vs the same steps
+through `lwm serve openenv` (OpenEnv's WebSocket client) and `lwm serve mcp` (the mcp client over
+streamable HTTP), with 1, 16 and 64 concurrent sessions.
+
+The world model is the scripted OpenAI-compatible server (`lwm testserver`, fixed latency) in its own
+process; each face runs in its own process too, so the clients here measure what a trainer would. Every
+step's action differs, so no answer comes from the cache. Prints steps/s, p50/p99 step latency and the
+serving layer's added p50 (served minus direct). Target: < 2 ms added at p50 with 64 sessions.
+Usage: python benchmarks/serve_throughput.py [--latency 0.05] [--steps 400] [--sessions 1 16 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+LWM = str(Path(sys.executable).parent / "lwm")
+console = Console()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args: list[str], ready_url: str, env: dict[str, str]) -> subprocess.Popen:
+    proc = subprocess.Popen([LWM, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(ready_url, timeout=1)
+            return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"{' '.join(args)} did not start")
+
+
+def action(session: int, step: int) -> list[dict]:
+    return [{"keystrokes": f"echo session {session} step {step}\n", "duration": 0.1}]
+
+
+def direct(base_url: str, sessions: int, steps: int) -> tuple[list[float], float]:
+    """Per-step seconds and wall time: SimEnv.step in one thread per session, one shared world model."""
+    from lwm.envs import SimEnv
+    from lwm.worldmodel import WorldModel
+
+    wm = WorldModel("openai:scripted", base_url=base_url, api_key="x")
+    times: list[float] = []
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        env = SimEnv(wm, "terminal")
+        env.reset(seed=i)
+        for k in range(steps):
+            started = time.perf_counter()
+            env.step(json.dumps(action(i, k)))
+            with lock:
+                times.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return times, time.perf_counter() - started
+
+
+async def openenv_clients(url: str, sessions: int, steps: int) -> tuple[list[float], float]:
+    from openenv.core import GenericEnvClient
+
+    times: list[float] = []
+
+    async def run(i: int) -> None:
+        async with GenericEnvClient(base_url=url, message_timeout_s=600) as env:
+            await env.reset(seed=i)
+            for k in range(steps):
+                started = time.perf_counter()
+                await env.step({"action": action(i, k)})
+                times.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(run(i) for i in range(sessions)))
+    return times, time.perf_counter() - started
+
+
+async def mcp_clients(url: str, sessions: int, steps: int) -> tuple[list[float], float]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    times: list[float] = []
+
+    async def run(i: int) -> None:
+        async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            for k in range(steps):
+                started = time.perf_counter()
+                await session.call_tool("lookup", {"key": f"session {i} step {k}"})
+                times.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(run(i) for i in range(sessions)))
+    return times, time.perf_counter() - started
+
+
+def direct_mcp(base_url: str, sessions: int, steps: int, tools: list[dict]) -> tuple[list[float], float]:
+    """The MCP face's direct counterpart: SimEnv.step on the mcp domain with the same tools."""
+    from lwm.envs import SimEnv
+    from lwm.types import Context
+    from lwm.worldmodel import WorldModel
+
+    wm = WorldModel("openai:scripted", base_url=base_url, api_key="x")
+    times: list[float] = []
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        env = SimEnv(wm, "mcp", Context(tools=tools))
+        env.reset(seed=i)
+        for k in range(steps):
+            started = time.perf_counter()
+            env.step(json.dumps({"name": "lookup", "arguments": {"key": f"session {i} step {k}"}}))
+            with lock:
+                times.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return times, time.perf_counter() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] * 1000 if len(values) > 1 else values[0] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.05, help="Scripted model seconds per answer.")
+    parser.add_argument("--steps", type=int, default=400, help="Steps per row (split over the sessions).")
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 16, 64])
+    args = parser.parse_args()
+    tools = [{"name": "lookup", "description": "Find a record", "inputSchema": {
+        "type": "object", "properties": {"key": {"type": "string"}}}}]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "LWM_CACHE_DIR": tmp, "OPENAI_API_KEY": "x"}
+        os.environ.update(LWM_CACHE_DIR=tmp, OPENAI_API_KEY="x")
+        (Path(tmp) / "tools.json").write_text(json.dumps(tools))
+        model_port, openenv_port, mcp_port = free_port(), free_port(), free_port()
+        base_url = f"http://127.0.0.1:{model_port}/v1"
+        model = ["--model", "openai:scripted", "--base-url", base_url]
+        procs = [start(["testserver", "--port", str(model_port), "--latency", str(args.latency)],
+                       f"{base_url}/models", env)]
+        try:
+            procs.append(start(["serve", "openenv", "--domain", "terminal", *model, "--port", str(openenv_port),
+                                "--max-sessions", "256", "--max-turns", "100000"],
+                               f"http://127.0.0.1:{openenv_port}/health", env))
+            procs.append(start(["serve", "mcp", "--tools", str(Path(tmp) / "tools.json"), "--transport", "http",
+                                *model, "--port", str(mcp_port), "--max-sessions", "256"],
+                               f"http://127.0.0.1:{mcp_port}/", env))
+            table = Table(title=f"serving cost per step (scripted model, {args.latency * 1000:.0f} ms per answer)")
+            for column in ("face", "sessions", "steps", "direct steps/s", "served steps/s", "direct p50 ms",
+                           "served p50 ms", "direct p99 ms", "served p99 ms", "added p50 ms", "wall ratio"):
+                table.add_column(column, justify="right")
+            for sessions in args.sessions:
+                steps = max(1, args.steps // sessions)
+                rows = [("openenv", direct(base_url, sessions, steps), asyncio.run(
+                            openenv_clients(f"http://127.0.0.1:{openenv_port}", sessions, steps))),
+                        ("mcp", direct_mcp(base_url, sessions, steps, tools), asyncio.run(
+                            mcp_clients(f"http://127.0.0.1:{mcp_port}/mcp", sessions, steps)))]
+                for face, (d, d_wall), (s, s_wall) in rows:
+                    table.add_row(face, str(sessions), str(len(s)), f"{len(d) / d_wall:.1f}", f"{len(s) / s_wall:.1f}",
+                                  f"{pct(d, 50):.1f}", f"{pct(s, 50):.1f}", f"{pct(d, 99):.1f}", f"{pct(s, 99):.1f}",
+                                  f"{pct(s, 50) - pct(d, 50):+.2f}", f"{s_wall / d_wall:.2f}x")
+                console.print(f"done: {sessions} sessions")
+            console.print(table)
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(10)
+
+
+if __name__ == "__main__":
+    main()
