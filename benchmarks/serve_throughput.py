@@ -5,7 +5,10 @@ streamable HTTP), with 1, 16 and 64 concurrent sessions.
 The world model is the scripted OpenAI-compatible server (`lwm testserver`, fixed latency) in its own
 process; each face runs in its own process too, so the clients here measure what a trainer would. Every
 step's action differs, so no answer comes from the cache. Prints steps/s, p50/p99 step latency and the
-serving layer's added p50 (served minus direct). Target: < 2 ms added at p50 with 64 sessions.
+serving layer's added p50 (served minus direct), and the CPU time per step of the direct run and of the
+server process (the serving layer's own cost, apart from the clients': on a small machine the clients and
+the server share the cores, and the latency difference then mostly measures that sharing).
+Target: < 2 ms added at p50 with 64 sessions.
 Usage: python benchmarks/serve_throughput.py [--latency 0.05] [--steps 400] [--sessions 1 16 64]
 """
 
@@ -22,14 +25,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
 from rich.table import Table
 
 LWM = str(Path(sys.executable).parent / "lwm")
-console = Console()
+console = Console(width=200)
 
 
 def free_port() -> int:
@@ -147,6 +152,20 @@ def direct_mcp(base_url: str, sessions: int, steps: int, tools: list[dict]) -> t
     return times, time.perf_counter() - started
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pid: int | None, work: Callable[..., Any], *args: Any) -> tuple[list[float], float, float]:
+    """``work(*args)``'s step times and wall time (a coroutine function is run to completion), and the CPU
+    seconds it cost: this process's (direct, ``pid`` None) or the server process's (served)."""
+    before = cpu_seconds(pid) if pid else time.process_time()
+    times, wall = asyncio.run(work(*args)) if asyncio.iscoroutinefunction(work) else work(*args)
+    return times, wall, (cpu_seconds(pid) if pid else time.process_time()) - before
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] * 1000 if len(values) > 1 else values[0] * 1000
 
@@ -177,20 +196,26 @@ def main() -> None:
                                f"http://127.0.0.1:{mcp_port}/", env))
             table = Table(title=f"serving cost per step (scripted model, {args.latency * 1000:.0f} ms per answer)")
             for column in ("face", "sessions", "steps", "direct steps/s", "served steps/s", "direct p50 ms",
-                           "served p50 ms", "direct p99 ms", "served p99 ms", "added p50 ms", "wall ratio"):
+                           "served p50 ms", "direct p99 ms", "served p99 ms", "added p50 ms", "wall ratio",
+                           "direct CPU ms/step", "server CPU ms/step"):
                 table.add_column(column, justify="right")
+            openenv_url, mcp_url = f"http://127.0.0.1:{openenv_port}", f"http://127.0.0.1:{mcp_port}/mcp"
             for sessions in args.sessions:
                 steps = max(1, args.steps // sessions)
-                rows = [("openenv", direct(base_url, sessions, steps), asyncio.run(
-                            openenv_clients(f"http://127.0.0.1:{openenv_port}", sessions, steps))),
-                        ("mcp", direct_mcp(base_url, sessions, steps, tools), asyncio.run(
-                            mcp_clients(f"http://127.0.0.1:{mcp_port}/mcp", sessions, steps)))]
-                for face, (d, d_wall), (s, s_wall) in rows:
+                rows = [("openenv", measured(None, direct, base_url, sessions, steps),
+                         measured(procs[1].pid, openenv_clients, openenv_url, sessions, steps)),
+                        ("mcp", measured(None, direct_mcp, base_url, sessions, steps, tools),
+                         measured(procs[2].pid, mcp_clients, mcp_url, sessions, steps))]
+                for face, (d, d_wall, d_cpu), (s, s_wall, s_cpu) in rows:
                     table.add_row(face, str(sessions), str(len(s)), f"{len(d) / d_wall:.1f}", f"{len(s) / s_wall:.1f}",
                                   f"{pct(d, 50):.1f}", f"{pct(s, 50):.1f}", f"{pct(d, 99):.1f}", f"{pct(s, 99):.1f}",
-                                  f"{pct(s, 50) - pct(d, 50):+.2f}", f"{s_wall / d_wall:.2f}x")
+                                  f"{pct(s, 50) - pct(d, 50):+.2f}", f"{s_wall / d_wall:.2f}x",
+                                  f"{d_cpu / len(d) * 1000:.2f}", f"{s_cpu / len(s) * 1000:.2f}")
                 console.print(f"done: {sessions} sessions")
             console.print(table)
+            console.print("direct CPU: this process running SimEnv.step; server CPU: the serving process (world "
+                          "model client, session, protocol), so their difference is the serving layer's own CPU "
+                          "cost per step, apart from the clients'.")
         finally:
             for proc in procs:
                 proc.terminate()
