@@ -99,7 +99,10 @@ class Session:
             return make_env(task, self.config.mode, self.world_model)
         if self.make is not None:
             return self.make(context)
-        if self.world_model is not None:
+        if not self.config.real:
+            if self.world_model is None:
+                raise ValueError(f"mode {self.config.mode} simulates the {self.config.domain} domain: it needs a world "
+                                 "model")
             return SimEnv(self.world_model, self.config.domain, context)
         env = get("env", self.config.domain)(**self.config.env_options)
         if context is not None:

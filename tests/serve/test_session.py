@@ -1,0 +1,41 @@
+"""The session core: bounded, idle sessions expire (and are recorded), episodes truncate at max_turns."""
+
+import time
+
+import gymnasium as gym
+import pytest
+
+from lwm.data import read_trajectories
+from lwm.serve.session import ServeConfig, Session, Sessions
+
+LS = [{"keystrokes": "ls\n"}]
+
+
+def test_sessions_are_bounded_and_idle_ones_expire_and_are_recorded(tmp_path):
+    sessions = Sessions(ServeConfig(domain="terminal", model="mock", store=tmp_path / "s"), "test",
+                        max_sessions=2, idle_seconds=0.2)
+    a = sessions.get("a")
+    a.reset()
+    a.step(LS)
+    assert sessions.get("a") is a
+    sessions.get("b")
+    with pytest.raises(RuntimeError, match="all 2 sessions are in use"):
+        sessions.get("c")
+    time.sleep(0.3)
+    assert sessions.get("c") is not a and len(sessions) == 1  # a and b expired
+    assert [len(t.turns) for t in read_trajectories(tmp_path / "s")] == [1]  # a's unfinished episode was kept
+    sessions.close()
+
+
+def test_an_episode_is_truncated_at_max_turns_and_must_be_reset():
+    session = Session(ServeConfig(domain="terminal", model="mock", max_turns=2), None, "test")
+    with pytest.raises(gym.error.ResetNeeded):
+        session.step(LS)
+    session.world_model = ServeConfig(domain="terminal", model="mock").world_model()
+    session.reset(seed=0)
+    assert not session.step(LS).truncated
+    assert session.step(LS).truncated and session.done
+    with pytest.raises(gym.error.ResetNeeded, match="ended"):
+        session.step(LS)
+    with pytest.raises(ValueError, match="is a search task"):
+        session.reset(task="search/syscall-0000")
