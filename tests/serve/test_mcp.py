@@ -116,3 +116,27 @@ def test_real_then_replay_then_cache_real_sim(tmp_path):
     cached, fresh = serve("cache-real-sim", [utc, tokyo], replay=replay, real=real_options("time"), model="mock")
     assert cached.meta["lwm/source"] == "replay" and fresh.meta["lwm/source"] == "real"
     assert "21:00" in fresh.content[0].text
+
+
+def test_an_agent_frameworks_mcp_client_uses_the_mirror_unchanged():
+    """pydantic-ai's MCPToolset (FastMCP's client) against the mirror; the policy is a scripted function."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    shown: list[str] = []
+
+    def policy(messages, info):
+        shown[:] = [tool.name for tool in info.function_tools]
+        returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"key": "k1"})])
+        return ModelResponse(parts=[TextPart(f"the tool said: {returns[-1].content}")])
+
+    mirror = MirrorServer(ServeConfig(domain="mcp", model="mock"), TOOLS)
+    with served(mirror) as server:
+        result = Agent(FunctionModel(policy), toolsets=[MCPToolset(f"{server.url}/mcp")]).run_sync("look up k1")
+    mirror.close()
+    assert shown == ["lookup"] and result.output.startswith("the tool said: mock observation")
