@@ -117,8 +117,9 @@ class MirrorServer:
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
-        """The streamable HTTP app (at ``/mcp``); run it with its lifespan (it starts the session manager)."""
-        return self.server.streamable_http_app(host=host, max_sessions=self.sessions.max_sessions,
+        """The streamable HTTP app (at ``/mcp``); run it with its lifespan (it starts the session manager).
+        Answers are plain JSON, not an SSE stream per call: a tool answer is one message, and JSON costs less."""
+        return self.server.streamable_http_app(host=host, json_response=True, max_sessions=self.sessions.max_sessions,
                                                session_idle_timeout=self.sessions.idle_seconds)
 
     def close(self) -> None:
