@@ -22,7 +22,8 @@ def test_packaged_model_is_found_inside_the_wheel():
 def test_default_spec_is_the_embedded_model():
     backend = load_backend()
     assert isinstance(backend, EmbeddedBackend) and backend.name == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert backend.compact_prompts and backend.context_window == 4096
+    assert backend.compact_prompts and backend.context_window == 8192  # the window SmolLM2 was trained with
+    assert load_backend("embedded?n_ctx=1024").context_window == 1024
 
 
 async def test_real_generation_is_deterministic_with_a_seed():

@@ -57,7 +57,7 @@ def test_unknown_domain_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--domain", "mcp"], "MCPEnv needs a server"),
+    (["--domain", "mcp"], "needs a server: a preset (--env-option preset=NAME; presets: memory, filesystem"),
     (["--domain", "mcp", "--env-option", "preset=nonexistent"], "unknown MCP server preset 'nonexistent'"),
     (["--domain", "terminal", "--env-option", "bogus=1"], "unexpected keyword argument 'bogus'"),
     (["--domain", "swe", "--project", "missing.tar.gz"], "SWE project not found"),

@@ -125,7 +125,7 @@ def _stop_when(cancel: threading.Event, eos: int) -> Any:
 
 @register("backend", "embedded")
 class EmbeddedBackend:
-    def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int = 4096,
+    def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None):
         adapter = packaged_adapter(model) if model else None
         if adapter is not None:
@@ -140,9 +140,19 @@ class EmbeddedBackend:
         # answered from its predecessor's cache, so the name carries a digest of the adapter's bytes.
         adapter = f"+{Path(self.lora).name}@{_digest(self.lora)}" if self.lora else ""
         self.name = f"embedded:{self.path.name}{adapter}"
-        self.context_window = n_ctx
-        self.compact_prompts = n_ctx <= 8192 if compact is None else compact
-        self._args = (str(self.path), self.lora, n_ctx, n_threads or default_threads(), n_batch)
+        self._compact = compact
+        # n_ctx None (0 to llama.cpp): the window the model was trained with (8,192 for SmolLM2), read when
+        # the model loads; a smaller window cut every long sample (an MCP sample is ~5k tokens).
+        self._args = (str(self.path), self.lora, n_ctx or 0, n_threads or default_threads(), n_batch)
+
+    @property
+    def context_window(self) -> int:
+        return self._args[2] or self.llama.n_ctx()
+
+    @property
+    def compact_prompts(self) -> bool:
+        """Compact prompts for windows up to 8,192 tokens (small models), unless told."""
+        return self.context_window <= 8192 if self._compact is None else self._compact
 
     @classmethod
     def from_spec(cls, model: str | None, **options: Any) -> EmbeddedBackend:

@@ -169,7 +169,8 @@ class MCPEnv(TextEnv):
             raise ValueError(f"unknown MCP server preset {preset!r}; known: {', '.join(PRESETS)}")
         self.server = server or (PRESETS[preset] if preset else MCPServer(command, tuple(args or ()), url))
         if not (self.server.command or self.server.url):
-            raise ValueError("MCPEnv needs a server: a command (stdio), a url (streamable HTTP) or a preset")
+            raise ValueError("the mcp environment needs a server: a preset (--env-option preset=NAME; presets: "
+                             f"{', '.join(PRESETS)}), a command (command=..., args=[...]) or a url (url=...)")
         self.timeout, self.sandbox, self.setup = timeout, sandbox, setup or []
         self.limits = limits
         self.connection: MCPConnection | None = None
