@@ -44,7 +44,7 @@ BAD_ACTIONS: dict[str, object] = {
     "swe": ["not", "a", "call"],
     "web": "open_the_door('3')",
     "os": "def broken(:\n  pass",
-    "android": {"action": "fly"},
+    "android": {"x": 10, "y": 20},  # names no action (an unknown one is passed on for the model to answer)
 }
 
 

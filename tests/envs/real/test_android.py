@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lwm.domains import get_domain
+from lwm.domains import ActionError, get_domain
 from lwm.envs.real.android import AndroidEnv, NoDeviceError, encode_action, render_hierarchy
 
 FIXTURE = Path(__file__).parent / "fixtures" / "android_settings.xml"
@@ -51,3 +51,32 @@ def test_no_adb_server_is_a_clear_error():
         port = s.getsockname()[1]
     with pytest.raises(NoDeviceError, match="cannot reach the adb server"):
         AndroidEnv(adb_port=port).reset()
+
+
+@pytest.mark.parametrize(
+    "action, commands",
+    [
+        ({"action_type": "click", "x": 540, "y": 700}, ["input tap 540 700"]),
+        ({"action_type": "double_tap", "x": 1, "y": 2}, ["input tap 1 2", "input tap 1 2"]),
+        ({"action_type": "input_text", "text": "hi", "x": 3, "y": 4}, ["input tap 3 4", "input text hi"]),
+        ({"action_type": "scroll", "direction": "down"}, ["input swipe 540 1200 540 400 300"]),
+        ({"action_type": "navigate_back"}, ["input keyevent KEYCODE_BACK"]),
+        ({"action_type": "keyboard_enter"}, ["input keyevent KEYCODE_ENTER"]),
+        ({"action_type": "open_app", "app_name": "com.android.settings"},
+         ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
+        ({"action_type": "status", "goal_status": "complete"}, []),
+    ],
+)
+def test_androidworld_actions_are_accepted_and_become_adb_commands(action, commands):
+    assert get_domain("android").action(action).content == action  # kept as the agent sent it
+    assert encode_action(action) == commands
+
+
+def test_what_a_device_cannot_do_is_an_error_not_a_refusal():
+    domain = get_domain("android")
+    for action in ({"action_type": "click", "index": 3}, {"action_type": "teleport"}, {"action": "fly"}):
+        domain.action(action)  # the simulator takes it and predicts the environment's answer
+        with pytest.raises(ValueError):
+            encode_action(action)  # the real device answers it with an error observation
+    with pytest.raises(ActionError, match="JSON objects naming an action"):
+        domain.action_from_text('{"x": 1}')

@@ -1,8 +1,9 @@
 """An Android adapter over adb (adbutils), for users with a device or an emulator.
 
 The observation is the screen's UI hierarchy (``uiautomator dump``), simplified to one node per line
-and indented by depth; actions are the android domain's JSON (tap, swipe, type, back, home,
-launch_app, long_press, wait), sent as ``adb shell input`` / ``monkey`` commands.
+and indented by depth; actions are the android domain's JSON (tap, swipe, type, back, home, enter,
+launch_app, long_press, wait, or AndroidWorld's action_type forms), sent as ``adb shell input`` / ``monkey``
+commands; an action the device cannot perform is answered with an error and the screen.
 
 Untested against a live device: lwm's machines have no Android system image. The parsing of
 hierarchies and the encoding of actions are tested on recorded files; without a device, reset()
@@ -58,8 +59,49 @@ def render_hierarchy(xml: str) -> str:
     return "\n".join(lines)
 
 
+SCREEN = (1080, 2400)
+"""The screen size assumed for AndroidWorld's direction-only scroll and swipe (a device says its own)."""
+
+
+def from_android_world(content: dict[str, Any], screen: tuple[int, int] = SCREEN) -> list[dict[str, Any]]:
+    """AndroidWorld's JSON action as lwm android actions (several for input_text at a point, double_tap).
+
+    Raises ValueError for what a device cannot do from the action alone (a click by element index, an
+    app by display name), which the environment answers as an error."""
+    kind, x, y = content.get("action_type"), content.get("x"), content.get("y")
+    point = {"x": x, "y": y} if x is not None and y is not None else None
+    if kind in ("click", "long_press", "double_tap"):
+        if point is None:
+            raise ValueError(f"{kind} by element index needs the element's coordinates (x, y)")
+        tap = {"action": "long_press" if kind == "long_press" else "tap", **point}
+        return [tap, tap] if kind == "double_tap" else [tap]
+    if kind == "input_text":
+        return ([{"action": "tap", **point}] if point else []) + [{"action": "type", "text": content.get("text", "")}]
+    if kind in ("scroll", "swipe"):
+        w, h = screen
+        # scroll moves the content: scrolling down drags the finger up; swipe moves the finger that way.
+        drag = {"down": (0, -1), "up": (0, 1), "right": (-1, 0), "left": (1, 0)}.get(content.get("direction", ""))
+        if drag is None:
+            raise ValueError(f"{kind} needs a direction: up, down, left or right")
+        dx, dy = drag if kind == "scroll" else (-drag[0], -drag[1])
+        cx, cy = w // 2, h // 2
+        return [{"action": "swipe", "x1": cx, "y1": cy, "x2": cx + dx * w // 3, "y2": cy + dy * h // 3}]
+    simple = {"navigate_back": "back", "navigate_home": "home", "keyboard_enter": "enter", "wait": "wait",
+              "status": "wait", "answer": "wait"}
+    if kind in simple:
+        return [{"action": simple[kind], "seconds": 0} if kind in ("status", "answer") else {"action": simple[kind]}]
+    if kind == "open_app":
+        name = str(content.get("app_name", ""))
+        if "." not in name:
+            raise ValueError(f"open_app {name!r}: give the app's package name (e.g. com.android.settings)")
+        return [{"action": "launch_app", "package": name}]
+    raise ValueError(f"unknown AndroidWorld action_type {kind!r}")
+
+
 def encode_action(content: dict[str, Any]) -> list[str]:
-    """The adb shell commands that perform one android action."""
+    """The adb shell commands that perform one android action (lwm's form or AndroidWorld's)."""
+    if "action_type" in content and "action" not in content:
+        return [command for step in from_android_world(content) for command in encode_action(step)]
     kind = content["action"]
     if kind == "tap":
         return [f"input tap {int(content['x'])} {int(content['y'])}"]
@@ -74,6 +116,8 @@ def encode_action(content: dict[str, Any]) -> list[str]:
         return [f"input text {text}"]
     if kind == "back":
         return ["input keyevent KEYCODE_BACK"]
+    if kind == "enter":
+        return ["input keyevent KEYCODE_ENTER"]
     if kind == "home":
         return ["input keyevent KEYCODE_HOME"]
     if kind == "launch_app":
@@ -122,8 +166,14 @@ class AndroidEnv(TextEnv):
         return self.screen()
 
     def transition(self, action: Action) -> Observation:
-        for command in encode_action(action.content):
+        try:
+            commands = encode_action(action.content)
+        except (ValueError, KeyError, TypeError) as exc:  # a device cannot perform it: that is its answer
+            missing = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            return Observation(content=f"Error: invalid action: {missing}\n{self.screen()}",
+                               metadata={"action_error": True})
+        for command in commands:
             self.device.shell(command)
-        time.sleep(float(action.content.get("seconds", self.settle)) if action.content["action"] == "wait"
-                   else self.settle)
+        waiting = action.content.get("action", action.content.get("action_type")) == "wait"
+        time.sleep(float(action.content.get("seconds", self.settle)) if waiting else self.settle)
         return Observation(content=self.screen())
