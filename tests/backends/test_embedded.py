@@ -139,3 +139,20 @@ async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behin
     model_lock.release()
     assert all(call.cancelled() for call in calls)
     assert len(started) == 1 and len(tokens) < 400  # one call began and stopped early; the queued two never ran
+
+
+async def test_the_kv_state_cache_restores_an_earlier_prefix_and_answers_the_same():
+    """Two sessions interleaved: with the state cache, returning to the first restores its saved state
+    (the RAM cache holds it) and greedy answers equal those of a backend without the cache."""
+    plain, cached = EmbeddedBackend(n_ctx=2048), EmbeddedBackend(n_ctx=2048, state_cache_mb=256)
+    config = GenerateConfig(temperature=0.0, seed=0, max_tokens=12)
+    first = [{"role": "system", "content": "You simulate a Linux terminal. " * 20},
+             {"role": "user", "content": "ls -la"}]
+    other = [{"role": "system", "content": "You simulate a search engine. " * 20}, {"role": "user", "content": "q"}]
+    answers = {}
+    for name, backend in (("plain", plain), ("cached", cached)):
+        backend.llama.reset()
+        out = [await backend.generate(m, config) for m in (first, other, first)]
+        answers[name] = [g.text for g in out]
+    assert answers["cached"] == answers["plain"]
+    assert cached.llama.cache is not None and len(cached.llama.cache.cache_state) >= 2 and plain.llama.cache is None

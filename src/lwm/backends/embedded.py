@@ -90,7 +90,8 @@ def _digest(path: str) -> str:
 
 
 @cache
-def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int) -> tuple[Any, threading.Lock]:
+def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int,
+          state_cache_mb: int = 0) -> tuple[Any, threading.Lock]:
     try:
         from llama_cpp import Llama
     except ImportError as exc:
@@ -98,6 +99,10 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int)
     llm = Llama(model_path=path, lora_path=lora, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                 verbose=False)
     atexit.register(llm.close)  # freeing at interpreter teardown instead fails noisily inside llama-cpp
+    if state_cache_mb:
+        from llama_cpp import LlamaRAMCache
+
+        llm.set_cache(LlamaRAMCache(capacity_bytes=state_cache_mb << 20))
     return llm, threading.Lock()
 
 
@@ -126,7 +131,8 @@ def _stop_when(cancel: threading.Event, eos: int) -> Any:
 @register("backend", "embedded")
 class EmbeddedBackend:
     def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int | None = None,
-                 n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None):
+                 n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None,
+                 state_cache_mb: int = 0):
         adapter = packaged_adapter(model) if model else None
         if adapter is not None:
             if lora:
@@ -143,7 +149,10 @@ class EmbeddedBackend:
         self._compact = compact
         # n_ctx None (0 to llama.cpp): the window the model was trained with (8,192 for SmolLM2), read when
         # the model loads; a smaller window cut every long sample (an MCP sample is ~5k tokens).
-        self._args = (str(self.path), self.lora, n_ctx or 0, n_threads or default_threads(), n_batch)
+        # state_cache_mb: keep that much of llama.cpp's KV states of earlier prompts in RAM and restore the one
+        # sharing the longest prefix (llama-cpp's LlamaRAMCache); without it only the previous prompt's
+        # prefix is reused, so interleaved sessions or an unordered bench re-evaluate their prompts.
+        self._args = (str(self.path), self.lora, n_ctx or 0, n_threads or default_threads(), n_batch, state_cache_mb)
 
     @property
     def context_window(self) -> int:
