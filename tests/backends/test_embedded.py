@@ -144,7 +144,7 @@ async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behin
 async def test_the_kv_state_cache_restores_an_earlier_prefix_and_answers_the_same():
     """Two sessions interleaved: with the state cache, returning to the first restores its saved state
     (the RAM cache holds it) and greedy answers equal those of a backend without the cache."""
-    plain, cached = EmbeddedBackend(n_ctx=2048), EmbeddedBackend(n_ctx=2048, state_cache_mb=256)
+    plain, cached = EmbeddedBackend(n_ctx=2048, state_cache_mb=0), EmbeddedBackend(n_ctx=2048, state_cache_mb=256)
     config = GenerateConfig(temperature=0.0, seed=0, max_tokens=12)
     first = [{"role": "system", "content": "You simulate a Linux terminal. " * 20},
              {"role": "user", "content": "ls -la"}]
