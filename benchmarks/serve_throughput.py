@@ -60,9 +60,16 @@ def action(session: int, step: int) -> list[dict]:
     return [{"keystrokes": f"echo session {session} step {step}\n", "duration": 0.1}]
 
 
-def direct(base_url: str, sessions: int, steps: int) -> tuple[list[float], float]:
-    """Per-step seconds and wall time: SimEnv.step in one thread per session, one shared world model."""
+def lookup(session: int, step: int) -> dict:
+    return {"name": "lookup", "arguments": {"key": f"session {session} step {step}"}}
+
+
+def direct(base_url: str, sessions: int, steps: int, domain: str = "terminal",
+           tools: list[dict] | None = None) -> tuple[list[float], float]:
+    """Per-step seconds and wall time: SimEnv.step in one thread per session, one shared world model; the
+    same actions the matching face's clients send (keystrokes for the terminal, a lookup call for mcp)."""
     from lwm.envs import SimEnv
+    from lwm.types import Context
     from lwm.worldmodel import WorldModel
 
     wm = WorldModel("openai:scripted", base_url=base_url, api_key="x")
@@ -70,11 +77,12 @@ def direct(base_url: str, sessions: int, steps: int) -> tuple[list[float], float
     lock = threading.Lock()
 
     def run(i: int) -> None:
-        env = SimEnv(wm, "terminal")
+        env = SimEnv(wm, domain, Context(tools=tools or []))
         env.reset(seed=i)
         for k in range(steps):
+            step = action(i, k) if domain == "terminal" else lookup(i, k)
             started = time.perf_counter()
-            env.step(json.dumps(action(i, k)))
+            env.step(json.dumps(step))
             with lock:
                 times.append(time.perf_counter() - started)
 
@@ -116,39 +124,12 @@ async def mcp_clients(url: str, sessions: int, steps: int) -> tuple[list[float],
             await session.initialize()
             for k in range(steps):
                 started = time.perf_counter()
-                await session.call_tool("lookup", {"key": f"session {i} step {k}"})
+                call = lookup(i, k)
+                await session.call_tool(call["name"], call["arguments"])
                 times.append(time.perf_counter() - started)
 
     started = time.perf_counter()
     await asyncio.gather(*(run(i) for i in range(sessions)))
-    return times, time.perf_counter() - started
-
-
-def direct_mcp(base_url: str, sessions: int, steps: int, tools: list[dict]) -> tuple[list[float], float]:
-    """The MCP face's direct counterpart: SimEnv.step on the mcp domain with the same tools."""
-    from lwm.envs import SimEnv
-    from lwm.types import Context
-    from lwm.worldmodel import WorldModel
-
-    wm = WorldModel("openai:scripted", base_url=base_url, api_key="x")
-    times: list[float] = []
-    lock = threading.Lock()
-
-    def run(i: int) -> None:
-        env = SimEnv(wm, "mcp", Context(tools=tools))
-        env.reset(seed=i)
-        for k in range(steps):
-            started = time.perf_counter()
-            env.step(json.dumps({"name": "lookup", "arguments": {"key": f"session {i} step {k}"}}))
-            with lock:
-                times.append(time.perf_counter() - started)
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(sessions)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
     return times, time.perf_counter() - started
 
 
@@ -204,7 +185,7 @@ def main() -> None:
                 steps = max(1, args.steps // sessions)
                 rows = [("openenv", measured(None, direct, base_url, sessions, steps),
                          measured(procs[1].pid, openenv_clients, openenv_url, sessions, steps)),
-                        ("mcp", measured(None, direct_mcp, base_url, sessions, steps, tools),
+                        ("mcp", measured(None, direct, base_url, sessions, steps, "mcp", tools),
                          measured(procs[2].pid, mcp_clients, mcp_url, sessions, steps))]
                 for face, (d, d_wall, d_cpu), (s, s_wall, s_cpu) in rows:
                     table.add_row(face, str(sessions), str(len(s)), f"{len(d) / d_wall:.1f}", f"{len(s) / s_wall:.1f}",

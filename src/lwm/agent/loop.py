@@ -101,18 +101,26 @@ def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) 
     return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
 
 
+def final_answer(action: Any) -> str | None:
+    """The answer of a ``final_answer`` call (given as JSON text or already parsed), else None."""
+    data = action
+    if isinstance(action, str):
+        try:
+            data = json.loads(action)
+        except ValueError:
+            return None
+    if isinstance(data, dict) and data.get("name") == FINAL:
+        answer = (data.get("arguments") or {}).get("answer", "")
+        return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    return None
+
+
 def parse_reply(reply: str, task: Task) -> Action | str:
     """The action a reply asks for, or the final answer (a str); raises ActionError."""
     blocks = FENCE.findall(reply)
     text = (blocks[-1] if blocks else reply).strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and data.get("name") == FINAL:
-        answer = (data.get("arguments") or {}).get("answer", "")
-        return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-    return get_domain(task.domain).action_from_text(text)
+    answer = final_answer(text)
+    return answer if answer is not None else get_domain(task.domain).action_from_text(text)
 
 
 def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) -> TextEnv:

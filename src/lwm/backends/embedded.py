@@ -162,8 +162,11 @@ class EmbeddedBackend:
 
     @property
     def compact_prompts(self) -> bool:
-        """Compact prompts for windows up to 8,192 tokens (small models), unless told."""
-        return self.context_window <= 8192 if self._compact is None else self._compact
+        """Compact prompts for a window given up to 8,192 tokens, and by default (small models), unless told;
+        decided without loading the model (a WorldModel reads it when it is built)."""
+        if self._compact is not None:
+            return self._compact
+        return not self._args[2] or self._args[2] <= 8192
 
     @classmethod
     def from_spec(cls, model: str | None, **options: Any) -> EmbeddedBackend:

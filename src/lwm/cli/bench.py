@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -70,8 +71,13 @@ def _first(samples: list[BenchSample], limit: int | None) -> list[BenchSample]:
     """The first ``limit`` samples of each domain (all with None)."""
     if limit is None:
         return samples
-    seen: dict[str, int] = {}
-    return [s for s in samples if (seen.__setitem__(s.domain, seen.get(s.domain, 0) + 1) or seen[s.domain] <= limit)]
+    seen: Counter[str] = Counter()
+    chosen = []
+    for sample in samples:
+        seen[sample.domain] += 1
+        if seen[sample.domain] <= limit:
+            chosen.append(sample)
+    return chosen
 
 
 def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:

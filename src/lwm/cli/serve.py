@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.domains import domain_names
 from lwm.envs.control import ControlSpec
+
+if TYPE_CHECKING:
+    from lwm.serve.session import ServeConfig
 
 serve_app = typer.Typer(help="Serve an environment over OpenEnv or MCP (simulated by a world model, or real).",
                         no_args_is_help=True)
@@ -37,6 +40,23 @@ def _control(path: Path | None) -> ControlSpec | None:
             from None
 
 
+def _config(options: o.ModelOptions, control: Path | None, **fields: Any) -> ServeConfig:
+    """The served environment's settings: the model options and control spec, then ``fields`` (which win)."""
+    from lwm.serve.session import ServeConfig
+
+    return ServeConfig(**{"model": options.model, "max_tokens": options.max_tokens,
+                          "temperature": options.temperature, "base_url": options.base_url,
+                          "api_key": options.api_key, "control": _control(control), **fields})
+
+
+def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    from lwm.serve.auth import TokenGuard
+
+    uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+
+
 @serve_app.command("openenv")
 @o.model_options(exclude=("prompts_dir", "no_cache", "seed", "timeout", "retries"))
 def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.EnvOption = None,
@@ -46,11 +66,8 @@ def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.E
                 options: o.ModelOptions) -> None:
     """An OpenEnv environment server: reset/step/state over WebSocket, one session per client (OpenEnv's
     GenericEnvClient and TRL's OpenEnv integration connect to http://HOST:PORT)."""
-    import uvicorn
-
-    from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind
+    from lwm.serve.auth import UnsafeBind, check_bind
     from lwm.serve.openenv import openenv_app
-    from lwm.serve.session import ServeConfig
 
     if domain not in domain_names():
         raise fail(f"unknown domain {domain!r}; have: {', '.join(domain_names())}", 2)
@@ -58,15 +75,13 @@ def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.E
         check_bind(host, token)
     except UnsafeBind as exc:
         raise fail(str(exc), 2) from None
-    config = ServeConfig(domain=domain, model=options.model, mode="real" if real else "sim",
-                         env_options=o.env_options(env_option), store=store, max_turns=max_turns,
-                         max_tokens=options.max_tokens, temperature=options.temperature,
-                         base_url=options.base_url, api_key=options.api_key, control=_control(control))
+    config = _config(options, control, domain=domain, mode="real" if real else "sim",
+                     env_options=o.env_options(env_option), store=store, max_turns=max_turns)
     app = openenv_app(config, max_sessions=max_sessions, idle_seconds=idle_seconds)
     what = "the real environment" if real else f"simulated by {options.model}"
     typer.echo(f"lwm serve openenv: {domain}, {what}, at http://{host}:{port}"
                + (" (token required)" if token else "") + (f"; recording to {store}" if store else ""), err=True)
-    uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+    _serve_http(app, host, port, token)
 
 
 @serve_app.command("mcp")
@@ -89,10 +104,9 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
             options: o.ModelOptions) -> None:
     """An MCP server with a real server's tools, answered by the world model (or the real server, or
     recordings), one history per client session; every answer says its source in _meta["lwm/source"]."""
-    from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind
+    from lwm.serve.auth import UnsafeBind, check_bind
     from lwm.serve.mcp import MirrorServer, load_replay, mirrored_tools, real_options
     from lwm.serve.mirror import MODES
-    from lwm.serve.session import ServeConfig
 
     if mode not in MODES:
         raise fail(f"unknown --mode {mode!r}; have: {', '.join(MODES)}", 2)
@@ -111,9 +125,8 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
     except (UnsafeBind, ValueError, OSError, RuntimeError) as exc:
         raise fail(str(exc), 2) from None
     simulated = mode == "sim" or mode == "cache-real-sim" or (mode == "replay" and fall_through)
-    config = ServeConfig(domain="mcp", model=options.model if simulated else None, mode=mode, store=store,
-                         max_tokens=options.max_tokens, temperature=options.temperature, base_url=options.base_url,
-                         api_key=options.api_key, control=_control(control))
+    config = _config(options, control, domain="mcp", mode=mode, store=store,
+                     model=options.model if simulated else None)
     mirror_server = MirrorServer(config, listed, real=real if mode in ("real", "cache-real-sim") else None,
                                  replay=recorded, max_sessions=max_sessions, idle_seconds=idle_seconds)
     typer.echo(f"lwm serve mcp: {len(listed)} tools ({mirror or tools}), mode {mode}"
@@ -126,10 +139,7 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
 
             anyio.run(mirror_server.run_stdio)
         else:
-            import uvicorn
-
-            app = mirror_server.http_app(host)
-            uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+            _serve_http(mirror_server.http_app(host), host, port, token)
     finally:
         mirror_server.close()
 

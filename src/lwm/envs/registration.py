@@ -33,12 +33,17 @@ NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web",
 """Domain -> the name in its Gymnasium id (``lwm/<Name>-v0``)."""
 
 
-def _finish(env: gym.Env, store: str | Path | None, max_turns: int | None,
-            control: ControlSpec | str | Path | None) -> gym.Env:
+def wrap(env: gym.Env, store: str | Path | None = None, max_turns: int | None = None,
+         control: ControlSpec | str | Path | None = None, *, record: bool = False,
+         provenance: dict[str, Any] | None = None) -> gym.Env:
+    """``env`` with ``control`` around its steps, truncated after ``max_turns`` inside the recorder (so a
+    truncated episode is recorded too), recorded into ``store`` (or kept in memory with ``record``)."""
     env = apply_control(env, control)
     if max_turns:
         env = TimeLimit(env, max_episode_steps=max_turns)
-    return RecordTrajectory(env, TrajectoryStore(store)) if store else env
+    if store or record:
+        env = RecordTrajectory(env, TrajectoryStore(store) if store else None, provenance=provenance)
+    return env
 
 
 def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel | None = None,
@@ -52,7 +57,7 @@ def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel 
                                  base_url=base_url, api_key=api_key)
     if isinstance(context, dict):
         context = Context.model_validate(context)
-    return _finish(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns, control)
+    return wrap(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns, control)
 
 
 def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | None = None,
@@ -60,7 +65,7 @@ def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | 
     """The real ``domain`` (sandboxed where it runs programs); ``options`` as ``lwm collect --env-option``."""
     from lwm.registry import get
 
-    return _finish(get("env", domain)(**options), store, max_turns, control)
+    return wrap(get("env", domain)(**options), store, max_turns, control)
 
 
 class _Prefetched(gym.Wrapper):

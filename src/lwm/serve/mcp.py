@@ -65,14 +65,13 @@ class MirrorServer:
     def __init__(self, config: ServeConfig, tools: list[dict[str, Any]], *, real: dict[str, Any] | None = None,
                  replay: Replay | None = None, context: Context | None = None, max_sessions: int = 64,
                  idle_seconds: float = 900.0, name: str = "lwm-mirror"):
-        self.config, self.tools, self.real, self.replay = config, tools, real, replay
+        self.config = config
         # Output schemas are not advertised: a client must then validate structured content against them,
         # and a simulated answer cannot promise to fit. Answers that are JSON objects still come structured.
         self.listed = [types.Tool.model_validate({k: v for k, v in t.items() if k != "outputSchema"}) for t in tools]
-        world_model = config.world_model()
-        self.sessions = Sessions(config, "mcp", max_sessions, idle_seconds, world_model=world_model, make=lambda ctx: (
-            MirrorEnv(config.mode, tools, world_model=world_model, real_options=real, replay=replay,  # type: ignore[arg-type]
-                      context=ctx or context)))
+        self.sessions = Sessions(config, "mcp", max_sessions, idle_seconds, make=lambda ctx: MirrorEnv(
+            config.mode, tools, world_model=self.sessions.world_model, real_options=real,  # type: ignore[arg-type]
+            replay=replay, context=ctx or context))
         self.server = Server(name, version="0.1.0", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:

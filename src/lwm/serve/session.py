@@ -21,12 +21,12 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.loop import FINAL, Episode, close_env, make_env, reward
+from lwm.agent.loop import Episode, close_env, final_answer, make_env, reward
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
-from lwm.data.store import TrajectoryStore
 from lwm.envs import RecordTrajectory, SimEnv
-from lwm.envs.control import ControlSpec, apply_control
+from lwm.envs.control import ControlSpec
+from lwm.envs.registration import wrap
 from lwm.registry import get
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
@@ -92,7 +92,6 @@ class Session:
         self.last_used = time.monotonic()
         self.steps = 0
         self.done = False
-        self.last_observation = ""
 
     def _make(self, task: Task | None, context: Context | None) -> gym.Env:
         if task is not None:
@@ -120,15 +119,14 @@ class Session:
             raise ValueError(f"task {task} is a {self.task.domain} task; this server serves {self.config.domain}")
         if isinstance(context, dict):
             context = Context.model_validate(context)
-        store = TrajectoryStore(self.config.store) if self.config.store else None
         provenance = {"served": self.face, "mode": self.config.mode, "session": self.id,
                       **({"task": self.task.id} if self.task else {})}
         if self.config.control is not None:
             provenance["control"] = self.config.control.model_dump(exclude_defaults=True)
-        env = apply_control(self._make(self.task, context), self.config.control)
-        self.env = RecordTrajectory(env, store, provenance=provenance)
+        self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.config.control,
+                        record=True, provenance=provenance)
         observation, info = self.env.reset(seed=seed)
-        self.steps, self.done, self.last_observation = 0, False, observation
+        self.steps, self.done = 0, False
         self.last_used = time.monotonic()
         return StepResult(observation, info={**info, "session": self.id, "mode": self.config.mode})
 
@@ -138,32 +136,14 @@ class Session:
             raise gym.error.ResetNeeded("reset the session before stepping" if self.env is None
                                         else "the episode has ended: reset to start another")
         self.last_used = time.monotonic()
-        answer = self._final_answer(action)
+        answer = final_answer(action) if self.task is not None else None
         if answer is not None:
             return self._finish(answer)
         observation, rew, terminated, truncated, info = self.env.step(
             action if isinstance(action, str) else json.dumps(action))
         self.steps += 1
-        self.last_observation = observation
-        if self.config.max_turns and self.steps >= self.config.max_turns and not terminated:
-            truncated = True
-            self.env.finish()
         self.done = terminated or truncated
         return StepResult(observation, float(rew), terminated, truncated, {**info, "mode": self.config.mode})
-
-    def _final_answer(self, action: str | dict[str, Any] | list[Any]) -> str | None:
-        if self.task is None:
-            return None
-        data = action
-        if isinstance(action, str):
-            try:
-                data = json.loads(action)
-            except ValueError:
-                return None
-        if isinstance(data, dict) and data.get("name") == FINAL:
-            answer = (data.get("arguments") or {}).get("answer", "")
-            return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-        return None
 
     def _finish(self, answer: str) -> StepResult:
         """The task checker's reward on ``answer``; the episode is recorded with it."""
@@ -203,10 +183,10 @@ class Sessions:
     expired after ``idle_seconds`` without a call; the oldest idle one makes room when full."""
 
     def __init__(self, config: ServeConfig, face: str, max_sessions: int = 64, idle_seconds: float = 900.0,
-                 make: EnvFactory | None = None, world_model: WorldModel | None = None):
+                 make: EnvFactory | None = None):
         self.config, self.face, self.make = config, face, make
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
-        self.world_model = world_model if world_model is not None else config.world_model()
+        self.world_model = config.world_model()
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 

@@ -11,6 +11,7 @@ for it instead).
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -107,6 +108,6 @@ def describe(env: type[ServedEnvironment]) -> str:
     """The tool schemas TRL builds from ``env``'s methods (what the policy is shown), as JSON."""
     from transformers.utils import get_json_schema
 
-    methods = [getattr(env, n) for n in dir(env) if not n.startswith("_")
-               and n not in ("reset", "get_reward", "url", "task")]
+    methods = [m for n, m in inspect.getmembers(env, predicate=inspect.isfunction)  # TRL's own rule
+               if not n.startswith("_") and n not in ("reset", "get_reward")]
     return json.dumps([get_json_schema(m) for m in methods], indent=2)
