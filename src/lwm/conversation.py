@@ -133,6 +133,18 @@ def fit(conv: Conversation, budget: Budget | None = None) -> Prompt:
     return Prompt(messages, dropped, total)
 
 
+def answer_room(messages: list[Message], wanted: int, budget: Budget) -> int:
+    """``wanted`` answer tokens, or fewer where the window leaves less after ``messages`` sent whole (nothing
+    dropped: a published protocol's request); raises ContextOverflowError when the messages alone fill it."""
+    if budget.window is None:
+        return wanted
+    used = sum(budget.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    if used >= budget.window:
+        raise ContextOverflowError(f"the messages need ~{used} tokens, but {budget.model} has a "
+                                   f"{budget.window}-token window")
+    return min(wanted, budget.window - used)
+
+
 def history_text(pairs: Sequence[tuple[str, str]]) -> str:
     """What a scorer reads as the session's history: every earlier action and its observation (marker
     removed). The benchmark's judge and the RL reward both read it, so they score alike."""

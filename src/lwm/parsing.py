@@ -78,6 +78,30 @@ def strip_marker(text: str, marker: str = OBSERVATION_MARKER) -> str:
     return text.strip("\n").rstrip()
 
 
+NO_OUTPUT = "No output"
+"""What the published evaluation judges when a generation holds no observation (only reasoning, or nothing)."""
+
+
+def published_output(raw: str, tag: str = OBSERVATION_TAG) -> str:
+    """The observation as AgentWorldBench's evaluation extracts it for its judge (``extracted_output``):
+    reasoning removed, the last ``<tag>`` block (else the whole rest), stripped on both sides, and the
+    ``NO_OUTPUT`` placeholder when nothing is left. Unlike ``parse_answer``, leading indentation is not
+    kept: this is the benchmark's text, so both tools score the same string."""
+    if not raw:
+        return NO_OUTPUT
+    rest, _ = split_reasoning(raw, tag)
+    block = extract_tag(rest, tag)
+    return (block if block is not None else rest).strip() or NO_OUTPUT
+
+
+def remove_marker(text: str, marker: str = OBSERVATION_MARKER) -> str:
+    """The benchmark's marker removal: a leading marker is cut, else every occurrence of it anywhere in
+    the text; the result is stripped on both sides (an empty marker only strips)."""
+    if marker and text.startswith(marker):
+        return text[len(marker):].strip()
+    return (text.replace(marker, "") if marker else text).strip()
+
+
 def parse_answer(raw: str, tag: str = OBSERVATION_TAG, reasoning: str | None = None) -> ParsedAnswer:
     """Parse a model answer; ``reasoning`` is a separate reasoning field from the server, if any."""
     rest, thought = split_reasoning(raw or "", tag)

@@ -18,7 +18,16 @@ from typing import Any, TypeVar
 
 from lwm.backends import Backend, GenerateConfig, Message, load_backend
 from lwm.cache import GenerationCache, cache_key
-from lwm.conversation import MESSAGE_OVERHEAD, Budget, ContextOverflowError, Conversation, Prompt, conversation, fit
+from lwm.conversation import (
+    MESSAGE_OVERHEAD,
+    Budget,
+    ContextOverflowError,
+    Conversation,
+    Prompt,
+    answer_room,
+    conversation,
+    fit,
+)
 from lwm.domains import Domain, get_domain
 from lwm.parsing import parse_answer
 from lwm.types import Action, Observation, Trajectory
@@ -56,6 +65,9 @@ class WorldModel:
         """This model's window, with ``reserve`` answer tokens kept free (``config.max_tokens`` by default)."""
         return Budget(self.backend.context_window, self.config.max_tokens if reserve is None else reserve,
                       self._count, self.backend.name)
+
+    def answer_room(self, messages: list[Message], wanted: int) -> int:
+        return answer_room(messages, wanted, self.budget(0))
 
     def conversation(self, trajectory: Trajectory, action: Action) -> Conversation:
         return conversation(get_domain(trajectory.domain), trajectory.context, trajectory.turns, action,

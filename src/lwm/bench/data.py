@@ -9,15 +9,17 @@ then the current prompt; the real observation of turn ``turn_idx`` is the refere
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from lwm.bench.rows import row_key
 from lwm.conversation import Conversation, conversation
 from lwm.data.jsonl import JsonlFile
 from lwm.domains import get_domain
-from lwm.parsing import strip_marker
+from lwm.parsing import remove_marker
 from lwm.types import TextId, Trajectory
 
 
@@ -47,8 +49,12 @@ class BenchSample(BaseModel):
         return max(self.turn_idx - 1, 0)
 
     @property
+    def key(self) -> str:
+        return row_key(self)
+
+    @property
     def current(self) -> str:
-        """The action of this turn: ``current_prompt``, else the turn's own prompt."""
+        """The action of this turn as the judge is shown it: ``current_prompt``, else the turn's own prompt."""
         return self.current_prompt or (self.prompt[self.index] if self.index < len(self.prompt) else "")
 
     @property
@@ -57,12 +63,20 @@ class BenchSample(BaseModel):
         return list(zip(self.prompt[: self.index], self.response[: self.index], strict=False))
 
     def conversation(self) -> Conversation:
-        return Conversation(self.system_str or None, self.history, self.current)
+        """What the model is asked: as the published script asks since July 2026, the turn's own prompt
+        (``prompt[turn_idx - 1]``) after the history; ``current_prompt`` only where ``prompt`` is too short."""
+        action = self.prompt[self.index] if self.index < len(self.prompt) else self.current_prompt
+        return Conversation(self.system_str or None, self.history, action)
+
+    @property
+    def raw_reference(self) -> str:
+        """The real observation of this turn as recorded ("" when the row has none)."""
+        return self.response[self.index] if self.index < len(self.response) else ""
 
     @property
     def reference(self) -> str:
-        """The real observation of this turn, without the ``**Environment Observation:**`` marker."""
-        return strip_marker(self.response[self.index]) if self.index < len(self.response) else ""
+        """The real observation, cleaned as the published judge cleans it (marker removed, stripped)."""
+        return remove_marker(self.raw_reference)
 
     @property
     def prefix_key(self) -> str:
@@ -84,18 +98,23 @@ def sample_files(path: str | Path) -> list[Path]:
 
 
 def load_samples(path: str | Path, problems: list[str] | None = None) -> list[BenchSample]:
-    """All samples under ``path``; each bad line is reported (file:line: why) in ``problems`` and skipped."""
+    """All samples under ``path``, in data order. Each unreadable line is reported (file:line: why) in
+    ``problems`` and skipped; a row with no response at its turn or a repeated id is kept and scored as
+    the published script scores it (an empty ground truth; each repeat its own sample), with a warning."""
     samples: list[BenchSample] = []
-    seen: set[str] = set()
+    seen: Counter[str] = Counter()
     for file in sample_files(path):
         for sample in JsonlFile(file, BenchSample).rows(problems):
-            reason = f"turn_idx {sample.turn_idx} has no response" if sample.index >= len(sample.response) else \
-                f"duplicate id {sample.id!r}" if sample.id in seen else None
-            if reason:
-                if problems is not None:
-                    problems.append(f"{file}: sample {sample.id}: skipped: {reason}")
-                continue
-            seen.add(sample.id)
+            seen[sample.id] += 1
+            notes = []
+            if sample.index >= len(sample.response):
+                notes.append(f"turn_idx {sample.turn_idx} has no response: scored against an empty ground truth")
+            if seen[sample.id] > 1:
+                sample = sample.model_copy(update={"occurrence": seen[sample.id]})
+                notes.append(f"repeated id (occurrence {seen[sample.id]}): scored as its own sample, as "
+                             f"{sample.key!r}")
+            if problems is not None:
+                problems.extend(f"{file}: sample {sample.id}: {note}" for note in notes)
             samples.append(sample)
     return samples
 

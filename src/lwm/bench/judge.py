@@ -1,4 +1,13 @@
-"""The LLM judge's request and the parser of its answer (``scorer.LLMJudge`` asks; this lays out and reads)."""
+"""The LLM judge's request (lwm's own layout) and the parser of its verdict.
+
+The verdict semantics are AgentWorldBench's, so that one judge answer gives the same scores in either
+tool: the JSON is looked for in the last ``<final_evaluation>`` block (else the whole answer, reasoning
+removed), first in a fenced block, then among balanced objects (the last one naming ``scores``), then
+from the last closing brace back; trailing commas and bare or single-quoted keys are repaired. Each
+dimension is read by its exact name; a number is rounded, ``"4/5"`` read as 4, a score above 5 clamped
+to 5; a missing or zero dimension is left out of the sample's mean (and of the aggregate), not a failure.
+The request layout with ``--protocol`` is the published one, read from the user's checkout (``protocol.py``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
 from lwm.parsing import extract_tag, split_reasoning
 
+VERDICT_TAG = "final_evaluation"
 JUDGE_USER = """{context}
 
 # Current Turn:
@@ -32,51 +42,126 @@ consistency, realism, quality), each an integer from 1 to 5, and answer in <fina
 
 
 def judge_messages(sample: BenchSample, prediction: str, system_prompt: str) -> list[Message]:
+    """lwm's own judge request (used without ``--protocol``; its numbers are not the published protocol's)."""
     history = "".join(f"{p}\n{r}\n\n" for p, r in sample.history)
     context = f"# Context (Historical Interactions):\n\n{history}" if history else ""
     user = JUDGE_USER.format(context=context, current=sample.current, predicted=prediction, reference=sample.reference)
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user.strip()}]
 
 
-def _score(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
+# --- finding the JSON ---------------------------------------------------------------------------------
+_FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)\s*```")
+
+
+def _fenced(text: str) -> str | None:
+    blocks = [m.group(1).strip() for m in _FENCE.finditer(text)]
+    objects = [b for b in blocks if b.startswith("{") and b.endswith("}")]
+    return next((b for b in reversed(objects) if '"scores"' in b), objects[-1] if objects else None)
+
+
+def _balanced_from(text: str, start: int) -> str | None:
+    """The object opening at ``start``, to its matching brace (braces in strings ignored)."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = c == "\\", c != '"'
+        elif c == '"':
+            in_string = True
+        elif c in "{}":
+            depth += 1 if c == "{" else -1
+            if depth == 0:
+                return text[start: i + 1]
+    return None
+
+
+def _objects(text: str) -> str | None:
+    found, pos = [], text.find("{")
+    while pos >= 0:
+        obj = _balanced_from(text, pos)
+        if obj:
+            found.append(obj)
+        pos = text.find("{", pos + (len(obj) if obj else 1))
+    return next((o for o in reversed(found) if '"scores"' in o), found[-1] if found else None)
+
+
+def _last_object(text: str) -> str | None:
+    """From the last ``}`` back to its opening brace (a quote not after a backslash toggles a string)."""
+    end = text.rfind("}")
+    depth, in_string = 0, False
+    for i in range(end, -1, -1):
+        c = text[i]
+        if c == '"' and (i == 0 or text[i - 1] != "\\"):
+            in_string = not in_string
+        elif not in_string and c in "{}":
+            depth += 1 if c == "}" else -1
+            if depth == 0:
+                return text[i: end + 1]
+    return None
+
+
+def _repaired(body: str) -> str:
+    body = re.sub(r",(\s*[}\]])", r"\1", body)
+    body = re.sub(r"'(\w+)'(\s*:)", r'"\1"\2', body)
+    return re.sub(r"([{,])\s*(\w+)\s*:", r'\1"\2":', body)
+
+
+def _decode(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        problem = exc
+    scores = re.search(r'"scores"\s*:\s*\{[^}]+\}', body)  # last resort: the scores object alone
+    try:
+        if scores:
+            return json.loads("{" + scores.group(0) + "}")
+    except json.JSONDecodeError:
+        pass
+    raise ValueError(f"verdict is not valid JSON: {problem}")
+
+
+def _score(value: Any) -> int:
+    """A dimension's integer score; 0 for absent or unreadable (left out of the mean)."""
+    if isinstance(value, float):
+        number = int(round(value))
+    elif isinstance(value, int):
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(value.split("/")[0].strip())
+        except ValueError:
+            number = 0
     else:
-        match = re.match(r"\s*(\d+(?:\.\d+)?)\s*(?:/\s*5)?", str(value))
-        if not match:
-            return None
-        number = float(match.group(1))
-    return int(round(number)) if 1 <= number <= 5 else None
+        number = 0
+    return max(1, min(5, number)) if number > 0 else number
 
 
-def _loads_lenient(text: str) -> Any:
-    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", text.strip())
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        raise ValueError("no JSON object")
-    body = re.sub(r",\s*([}\]])", r"\1", text[start: end + 1])  # trailing commas
-    body = re.sub(r'(:\s*)(\d(?:\.\d+)?\s*/\s*5)(\s*[,}])', r'\1"\2"\3', body)  # bare 4/5
-    return json.loads(body)
+def parse_verdict(raw: str, tag: str = VERDICT_TAG) -> dict[str, Any]:
+    """``{"scores": {dim: int}, "total_score", "strengths", "weaknesses"}``; raises ValueError saying why not.
+    A dimension scored 0 or missing is absent from ``scores``; ``total_score`` is the mean of the others
+    (None when there are none, which the aggregate leaves out as the published one does)."""
+    text = (raw or "").strip()
+    if not text:
+        raise ValueError("empty judge answer")
+    rest, _ = split_reasoning(text, tag)
+    rest = rest.strip()
+    block = extract_tag(rest, tag)
+    target = block.strip() if block and block.strip() else rest
+    found = _fenced(target) or _objects(target) or _last_object(target)
+    if not found:
+        raise ValueError("no JSON object in the verdict")
+    data = _decode(_repaired(found))
+    if not isinstance(data, dict) or not isinstance(data.get("scores"), dict):
+        raise ValueError("the verdict has no 'scores' object")
+    scores = {dim: s for dim in DIMENSIONS if (s := _score(data["scores"].get(dim, 0))) != 0}
+    positive = [s for s in scores.values() if s > 0]
+    return {"scores": scores, "total_score": sum(positive) / len(positive) if positive else None,
+            "strengths": _listed(data.get("strengths")), "weaknesses": _listed(data.get("weaknesses"))}
 
 
-def parse_verdict(raw: str) -> dict[str, Any]:
-    """``{"scores": {...}, "total_score", "strengths", "weaknesses"}``; raises ValueError saying why not."""
-    rest, _ = split_reasoning(raw or "", "final_evaluation")
-    block = extract_tag(rest, "final_evaluation")
-    data = _loads_lenient(block if block is not None else rest)
-    if not isinstance(data, dict):
-        raise ValueError("verdict is not a JSON object")
-    raw_scores = data.get("scores", data)
-    if not isinstance(raw_scores, dict):
-        raise ValueError("'scores' is not an object")
-    lowered = {str(k).strip().lower(): v for k, v in raw_scores.items()}
-    scores = {}
-    for dim in DIMENSIONS:
-        value = _score(lowered.get(dim))
-        if value is None:
-            raise ValueError(f"missing or invalid score for {dim}: {lowered.get(dim)!r}")
-        scores[dim] = value
-    return {"scores": scores, "total_score": sum(scores.values()) / len(scores),
-            "strengths": data.get("strengths", []), "weaknesses": data.get("weaknesses", [])}
+def _listed(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(x) for x in value]
+    return [value] if isinstance(value, str) and value else []

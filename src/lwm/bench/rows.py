@@ -1,8 +1,9 @@
 """The rows a benchmark run writes: predictions, verdicts, and judgements (a prediction and its verdict).
 
-Field names are the published script's where it has one (``gen``, the five dimensions, ``total_score``,
-``failed`` as 0.0/1.0, ``error_message``), so either tool reads the other's files. A failure, in
-inference or in judging, is always named in ``error_message``; any other field of an input row is kept.
+Field names are the published script's where it has one (``gen``, ``extracted_output``, the five
+dimensions, ``total_score``, ``failed`` as 0.0/1.0, ``error_message``), and a prediction row carries
+every field of its sample (``prompt``, ``response``, ``system_str``, …), so either tool reads the other's
+files. A failure, in inference or in judging, is always named in ``error_message``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from lwm.types import TextId
 
 
+def row_key(row: BaseModel) -> str:
+    """A row's identity in a run: its id, with ``#n`` for the n-th repeat of an id in the data (the
+    published script scores repeated ids as separate samples, so lwm keeps them apart too)."""
+    occurrence = (row.model_extra or {}).get("occurrence")
+    return f"{row.id}#{occurrence}" if occurrence else str(row.id)  # type: ignore[attr-defined]
+
+
 class Prediction(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -23,7 +31,9 @@ class Prediction(BaseModel):
     gen: str = ""
     """The model's whole answer."""
     prediction: str = ""
-    """The observation parsed out of ``gen``."""
+    """The observation parsed out of ``gen`` (as lwm's simulators parse it)."""
+    extracted_output: str | None = None
+    """What the judge scores: the observation as the published evaluation extracts it from ``gen``."""
     parse: str | None = None
     cached: bool | None = None
     model: str | None = None
@@ -33,12 +43,16 @@ class Prediction(BaseModel):
     """The sample cannot fit the model's window with these settings: a rerun would fail the same way."""
 
     @property
+    def key(self) -> str:
+        return row_key(self)
+
+    @property
     def ok(self) -> bool:
         return self.error_message is None
 
     def same_answer(self, other: Prediction) -> bool:
         """Whether ``other`` holds the answer this row holds (so a verdict on one stands for the other)."""
-        return (self.gen, self.prediction) == (other.gen, other.prediction)
+        return self.gen == other.gen
 
 
 class Verdict(BaseModel):
@@ -76,3 +90,8 @@ class Judgement(Prediction, Verdict):
     @classmethod
     def of(cls, prediction: Prediction, verdict: Verdict) -> Judgement:
         return cls.model_validate({**prediction.model_dump(exclude_none=True), **verdict.model_dump(exclude_none=True)})
+
+
+RESULT_FIELDS = frozenset(Judgement.model_fields) - {"id", "task", "turn_idx"} | {
+    "strengths", "weaknesses", "judge_raw_output"}
+"""Fields a run writes: dropped from an input row (e.g. a judged file given as data) before a new run fills them."""

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lwm.backends import BackendError
 from lwm.bench.data import BenchSample
-from lwm.bench.rows import Judgement, Prediction, Verdict
+from lwm.bench.protocol import PublishedProtocol
+from lwm.bench.rows import RESULT_FIELDS, Judgement, Prediction, Verdict
 from lwm.bench.scorer import Scorer
 from lwm.conversation import ContextOverflowError
 from lwm.data.jsonl import JsonlFile
 from lwm.domains import domain_names, get_domain
+from lwm.parsing import OBSERVATION_TAG, published_output
+from lwm.types import Observation
 from lwm.worldmodel import WorldModel
 
 PREDICTIONS, JUDGED, SCORES = "predictions.jsonl", "judged.jsonl", "scores.json"
@@ -62,29 +65,51 @@ def schedule(samples: list[BenchSample]) -> list[BenchSample]:
 
 
 def pending_inference(samples: list[BenchSample], out: Path) -> list[BenchSample]:
-    done = {i for i, row in predictions(out).by_id().items() if row.ok or row.never_fits}
-    return [s for s in samples if s.id not in done]
+    done = {key for key, row in predictions(out).by_id().items() if row.ok or row.never_fits}
+    return [s for s in samples if s.key not in done]
+
+
+def in_data_order(file: JsonlFile[Any], keys: Iterable[str]) -> None:
+    """Rewrite ``file`` with its rows in data order (rows finish out of order under concurrency); rows of
+    keys not given keep their place after them."""
+    rows = file.by_id()
+    if not rows:
+        return
+    ordered = [rows.pop(key) for key in keys if key in rows]
+    file.write_all([*ordered, *rows.values()])
 
 
 async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurrency: int = 16,
-                tick: Tick | None = None, prefix_order: bool = True, budgets: dict[str, int] | None = None) -> int:
+                tick: Tick | None = None, prefix_order: bool = True, budgets: dict[str, int] | None = None,
+                protocol: PublishedProtocol | None = None) -> int:
     """Predict every sample not yet in ``predictions.jsonl``; returns how many were run. ``budgets`` gives
-    a domain's answer tokens (else the model's ``max_tokens``)."""
+    a domain's answer tokens (else the model's ``max_tokens``). With the published ``protocol``, each
+    sample's messages are sent whole, as the published script sends them (no turn dropped to fit: the
+    answer budget shrinks to the room left, and a sample that does not fit at all fails)."""
     todo = pending_inference(samples, out)
     todo = schedule(todo) if prefix_order else todo
     limit = asyncio.Semaphore(concurrency)
     known = set(domain_names())
 
+    async def predict(sample: BenchSample) -> Observation:
+        domain = get_domain(sample.domain) if sample.domain in known else None
+        wanted = budgets[sample.domain] if budgets and sample.domain in budgets else wm.config.max_tokens
+        if protocol is None:
+            config = wm.config.model_copy(update={"max_tokens": wanted}) if budgets else None
+            return await wm.complete(sample.conversation(), domain, config)
+        messages = protocol.inference_messages(sample)
+        config = wm.config.model_copy(update={"max_tokens": wm.answer_room(messages, wanted)})
+        return await wm.generate(messages, domain, config)
+
     async def one(sample: BenchSample) -> Prediction:
         async with limit:
             started = time.perf_counter()
-            row = Prediction(id=sample.id, task=sample.task, turn_idx=sample.turn_idx)
+            row = Prediction.model_validate(sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True))
             try:
-                domain = get_domain(sample.domain) if sample.domain in known else None
-                config = (wm.config.model_copy(update={"max_tokens": budgets[sample.domain]})
-                          if budgets and sample.domain in budgets else None)
-                obs = await wm.complete(sample.conversation(), domain, config)
+                obs = await predict(sample)
+                tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG
                 row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
+                                                 extracted_output=published_output(obs.raw or "", tag),
                                                  parse=obs.metadata["parse"], cached=obs.metadata["cached"],
                                                  model=obs.metadata["model"]))
             except ContextOverflowError as exc:
@@ -94,30 +119,38 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             row.seconds = round(time.perf_counter() - started, 4)
         return row
 
-    return await _each(todo, predictions(out), one, tick)
+    ran = await _each(todo, predictions(out), one, tick)
+    in_data_order(predictions(out), (s.key for s in samples))
+    return ran
 
 
 def pending_judging(out: Path) -> list[Prediction]:
     """Predictions with no judgement yet, or whose judgement was made on an answer since replaced."""
     judged = judgements(out).by_id()
-    return [row for i, row in predictions(out).by_id().items() if i not in judged or not judged[i].same_answer(row)]
+    return [row for key, row in predictions(out).by_id().items()
+            if key not in judged or not judged[key].same_answer(row)]
 
 
 async def judge(samples: dict[str, BenchSample], out: Path, scorer: Scorer, concurrency: int = 16,
                 tick: Tick | None = None) -> int:
-    """Score every prediction not yet judged (or judged on an older answer) with ``scorer``."""
+    """Score every prediction not yet judged (or judged on an older answer) with ``scorer``. ``samples``
+    is keyed by ``BenchSample.key``, in data order (the order judged.jsonl is left in)."""
     todo = pending_judging(out)
     limit = asyncio.Semaphore(concurrency)
 
     async def one(row: Prediction) -> Judgement:
-        sample = samples.get(row.id)
+        sample = samples.get(row.key)
+        extracted = row.extracted_output if row.extracted_output is not None else published_output(row.gen)
+        row = row.model_copy(update={"extracted_output": extracted})
         if sample is None:
             verdict = Verdict.failure("sample not in the benchmark data")
-        elif not row.gen and not row.prediction:
+        elif not row.gen:
             verdict = Verdict.failure(row.error_message or "No model generation")
         else:
             async with limit:
-                verdict = await scorer.score(sample, row.prediction)
+                verdict = await scorer.score(sample, extracted)
         return Judgement.of(row, verdict)
 
-    return await _each(todo, judgements(out), one, tick)
+    ran = await _each(todo, judgements(out), one, tick)
+    in_data_order(judgements(out), [*samples, *predictions(out).by_id()])
+    return ran

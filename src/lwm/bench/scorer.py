@@ -10,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from lwm.backends import Backend, BackendError, GenerateConfig, load_backend
+from lwm.backends import Backend, BackendError, GenerateConfig, Message, load_backend
 from lwm.bench.data import BenchSample
-from lwm.bench.judge import judge_messages, parse_verdict
+from lwm.bench.judge import VERDICT_TAG, judge_messages, parse_verdict
+from lwm.bench.protocol import PublishedProtocol
 from lwm.bench.rows import Verdict
 from lwm.bench.rules import rule_scores
-from lwm.conversation import history_text
+from lwm.conversation import Budget, ContextOverflowError, answer_room, history_text
 from lwm.domains import domain_names
+from lwm.parsing import remove_marker
 from lwm.prompts import PromptSet
 from lwm.registry import get, names, register
 
@@ -37,34 +39,50 @@ class RuleScorer:
     name = "rules"
 
     async def score(self, sample: BenchSample, prediction: str) -> Verdict:
-        return Verdict(**rule_scores(prediction, sample.reference, history_text(sample.history)), judge=self.name)
+        scores = rule_scores(remove_marker(prediction), sample.reference, history_text(sample.history))
+        return Verdict(**scores, judge=self.name)
 
 
 @register("metric", "llm")
 class LLMJudge:
-    """An LLM judge: the domain's judge system prompt, the published user-message layout, a tolerant
-    verdict parser. Unparsable answers are asked again (``retries`` times in all, a new seed each);
-    a failed call is not (the backend has retried transport errors already)."""
+    """An LLM judge. With ``protocol`` (the published one, read from a checkout) the request is the
+    published script's, sampled as it samples (no seed); else lwm's own layout and judge prompts, and its
+    numbers are not comparable to published ones. Unparsable answers are asked again (``retries`` attempts
+    in all, as the published script does); a failed call is not (the backend has retried transport errors
+    already). ``max_tokens`` shrinks to the room the judge's window leaves, where it is known."""
 
     def __init__(self, backend: Backend | str, *, prompts_dir: str | Path | None = None, retries: int = 3,
-                 temperature: float = 0.6, max_tokens: int = 4096, **backend_options: Any):
+                 temperature: float = 0.6, max_tokens: int = 4096, protocol: PublishedProtocol | None = None,
+                 **backend_options: Any):
         self.backend = backend if not isinstance(backend, str) else load_backend(backend, **backend_options)
         self.name = self.backend.name
-        self.prompts_dir, self.retries = prompts_dir, max(1, retries)
+        self.prompts_dir, self.retries, self.protocol = prompts_dir, max(1, retries), protocol
         self.temperature, self.max_tokens = temperature, max_tokens
 
-    async def score(self, sample: BenchSample, prediction: str) -> Verdict:
+    def messages(self, sample: BenchSample, prediction: str) -> list[Message]:
+        if self.protocol is not None:
+            return self.protocol.judge_messages(sample, prediction)
         domain = sample.domain if sample.domain in domain_names() else "mcp"
-        messages = judge_messages(sample, prediction, PromptSet(domain, self.prompts_dir).judge())
+        return judge_messages(sample, remove_marker(prediction), PromptSet(domain, self.prompts_dir).judge())
+
+    async def score(self, sample: BenchSample, prediction: str) -> Verdict:
+        messages = self.messages(sample, prediction)
+        try:
+            room = answer_room(messages, self.max_tokens, Budget(self.backend.context_window, 0,
+                                                                  self.backend.count_tokens, self.name))
+        except ContextOverflowError as exc:
+            return Verdict.failure(f"judge request does not fit: {exc}", self.name)
+        tag = self.protocol.verdict_tag(sample.domain) if self.protocol else VERDICT_TAG
         reason = ""
         for attempt in range(self.retries):
-            config = GenerateConfig(temperature=self.temperature, seed=attempt, max_tokens=self.max_tokens)
+            seed = None if self.protocol else attempt
+            config = GenerateConfig(temperature=self.temperature, seed=seed, max_tokens=room)
             try:
                 gen = await self.backend.generate(messages, config)
             except BackendError as exc:
                 return Verdict.failure(f"judge call failed: {exc}", self.name)
             try:
-                verdict = parse_verdict(gen.text)
+                verdict = parse_verdict(gen.text, tag)
             except ValueError as exc:
                 reason = f"judge answer not parsed: {exc}"
                 continue

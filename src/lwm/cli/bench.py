@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from lwm.backends import BackendError
 from lwm.bench.data import BenchSample, answer_budgets, export_trajectories, load_samples, spread, write_samples
+from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
+from lwm.bench.rows import Judgement, Prediction
 from lwm.bench.run import (
     JUDGED,
     PREDICTIONS,
@@ -28,16 +31,31 @@ from lwm.bench.run import (
 )
 from lwm.bench.run import infer as run_infer
 from lwm.bench.score import aggregate, compare_table, paired_differences, paired_table, score_table, side_by_side_table
-from lwm.bench.scorer import load_scorer
+from lwm.bench.scorer import Scorer, load_scorer
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
 from lwm.data import read_trajectories
+from lwm.data.jsonl import JsonlFile
 from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, holds_rows, pin, read_run, set_aside, update_run
 
 bench_app = typer.Typer(help="AgentWorldBench-compatible benchmark.", no_args_is_help=True)
 console = Console()
 
-Out = Annotated[Path, typer.Option(help="Run folder (predictions.jsonl, judged.jsonl, scores.json).")]
+Out = Annotated[Path, typer.Option("--out", "--output-dir", help="Run folder (predictions.jsonl, judged.jsonl, "
+                                   "scores.json).")]
+Protocol = Annotated[Path | None, typer.Option(help="A checkout of QwenLM/Qwen-AgentWorld: send the published "
+                                               "requests (its judge prompts and layout, read from there), with its "
+                                               "sampling defaults. Without it the LLM judge is lwm's own.")]
+JudgeBaseUrl = Annotated[str | None, typer.Option("--judge-base-url", help="The judge's OpenAI-compatible base URL "
+                                                  "(default: the world model's --base-url).")]
+JudgeApiKey = Annotated[str | None, typer.Option("--judge-api-key", help="The judge's API key (default: the world "
+                                                 "model's --api-key, or OPENAI_API_KEY).")]
+JudgeMaxTokens = Annotated[int | None, typer.Option(help="The judge's most answer tokens (default 4,096; the "
+                                                    "protocol's with --protocol; less where its window is smaller).")]
+JudgeTemperature = Annotated[float | None, typer.Option(help="The judge's temperature (default 0.6, or the "
+                                                        "protocol's).")]
+JudgeRetries = Annotated[int | None, typer.Option(help="Attempts at a parsable verdict (default 3, or the "
+                                                  "protocol's).")]
 Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files, or one file.")]
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
 Judge = Annotated[str, typer.Option("--judge", help="'rules' (no model) or a model spec for an LLM judge.")]
@@ -47,7 +65,12 @@ ForceNew = Annotated[bool, typer.Option("--force-new", help="Start over in --out
 REPORT = "report.html"
 AUTO = 0
 BUDGET_HELP = ("Most tokens in one answer; 0 sizes it per domain from the data's real observations (95th "
-               "percentile plus a quarter, at most half the model's window).")
+               "percentile plus a quarter, at most half the model's window); with --protocol, 0 is the protocol's "
+               "budget (32,768 in July 2026), less where the window leaves less.")
+TEMPERATURE_HELP = "Sampling temperature (default 0 = greedy; the protocol's, 0.6, with --protocol)."
+SEED_HELP = "Sampling seed (default 0; none is sent with --protocol, as the published script sends none)."
+BENCH_OPTIONS = dict(exclude=("prompts_dir",), helps={"max_tokens": BUDGET_HELP, "temperature": TEMPERATURE_HELP,
+                                                      "seed": SEED_HELP}, max_tokens=AUTO, temperature=None, seed=None)
 
 
 def _samples(data: Path) -> list[BenchSample]:
@@ -59,12 +82,22 @@ def _samples(data: Path) -> list[BenchSample]:
     warn = Console(stderr=True)
     for problem in problems:
         warn.print(f"[yellow]{problem}[/]", highlight=False)
-    if problems:
-        warn.print(f"[yellow]{len(problems)} bad lines skipped[/]")
     if not samples:
-        raise fail(f"no benchmark samples in {data}" + (f" ({len(problems)} bad lines, above)" if problems else "")
+        raise fail(f"no benchmark samples in {data}" + (f" ({len(problems)} problems, above)" if problems else "")
                    + ": expected <domain>_test.jsonl rows (lwm bench export makes them)", 2)
     return samples
+
+
+def _protocol(path: Path | None) -> PublishedProtocol | None:
+    if path is None:
+        return None
+    try:
+        protocol = load_protocol(path)
+    except ProtocolError as exc:
+        raise fail(str(exc), 2) from None
+    console.print(f"protocol: the published AgentWorldBench requests, read from {protocol.root} "
+                  f"(revision {protocol.revision[:12]})")
+    return protocol
 
 
 def _first(samples: list[BenchSample], limit: int | None) -> list[BenchSample]:
@@ -129,26 +162,39 @@ def _run_stage(out: Path, stage: str, rows: Path, total: int, work: Callable[[Ca
     finish(out, stage)
 
 
+def _sampling(options: o.ModelOptions, protocol: PublishedProtocol | None) -> o.ModelOptions:
+    """The options with unset sampling filled in: lwm's defaults (greedy, seed 0, per-domain budgets), or with
+    a protocol its script's (its temperature and budget, no seed)."""
+    published = protocol.defaults.get("infer", {}) if protocol else {}
+    return replace(options,
+                   temperature=options.temperature if options.temperature is not None
+                   else float(published.get("temperature", 0.0)),
+                   seed=options.seed if options.seed is not None or protocol else 0,
+                   max_tokens=options.max_tokens or int(published.get("max_tokens", AUTO)))
+
+
 def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, concurrency: int,
-           force_new: bool) -> list[BenchSample]:
+           force_new: bool, protocol: PublishedProtocol | None) -> list[BenchSample]:
     """Predict the first ``limit`` samples of each domain (all with None) and return them; answer budgets
     are sized on the whole data, so that --limit does not change them."""
     every = _samples(data)
     samples = _first(every, limit)
+    options = _sampling(options, protocol)
     wm = options.world_model(concurrency)
     budgets = answer_budgets(every, wm.backend.context_window) if options.max_tokens == AUTO else None
     if budgets:
         console.print("answer budget per domain (tokens, from the data's real observations; --max-tokens N sets "
                       "one): " + ", ".join(f"{d} {n}" for d, n in sorted(budgets.items())))
     _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
-                          "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data)},
+                          "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data),
+                          "protocol": protocol.revision if protocol else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
     update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         console.print(f"resuming: {len(samples) - todo} samples already predicted in {out}")
     _run_stage(out, "infer", out / PREDICTIONS, todo,
-               lambda tick: run_infer(samples, wm, out, concurrency, tick, budgets=budgets))
+               lambda tick: run_infer(samples, wm, out, concurrency, tick, budgets=budgets, protocol=protocol))
     rows = predictions(out).by_id().values()
     errors, never = sum(1 for r in rows if not r.ok and not r.never_fits), sum(1 for r in rows if r.never_fits)
     console.print(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else "")
@@ -157,29 +203,68 @@ def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, co
     return samples
 
 
-def _judge(samples: dict[str, BenchSample], out: Path, judge_spec: str, concurrency: int, force_new: bool = False,
-           **judge_options: Any) -> None:
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How the judge is reached and samples; unset numbers come from the protocol, else lwm's defaults."""
+
+    spec: str = "rules"
+    base_url: str | None = None
+    api_key: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    retries: int | None = None
+    prompts_dir: Path | None = None
+
+    def scorer(self, protocol: PublishedProtocol | None) -> tuple[Scorer, dict[str, Any]]:
+        """The scorer and the settings a resume must match."""
+        if self.spec == "rules":
+            return load_scorer("rules"), {"judge": "rules"}
+        published = protocol.defaults.get("judge", {}) if protocol else {}
+        settings = {"max_tokens": self.max_tokens or int(published.get("max_tokens", 4096)),
+                    "temperature": self.temperature if self.temperature is not None
+                    else float(published.get("temperature", 0.6)),
+                    "retries": self.retries or int(published.get("max_retries", 3))}
+        scorer = load_scorer(self.spec, prompts_dir=self.prompts_dir, base_url=self.base_url, api_key=self.api_key,
+                             protocol=protocol, **settings)
+        return scorer, {"judge": scorer.name, "base_url": self.base_url, **settings,
+                        "prompts": digest(self.prompts_dir) if self.prompts_dir else None,
+                        "protocol": protocol.revision if protocol else None}
+
+
+def _judge(samples: dict[str, BenchSample], out: Path, options: JudgeOptions, concurrency: int,
+           protocol: PublishedProtocol | None, force_new: bool = False) -> None:
     try:
-        scorer = load_scorer(judge_spec) if judge_spec == "rules" else load_scorer(judge_spec, **judge_options)
+        scorer, settings = options.scorer(protocol)
     except (BackendError, ValueError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
-    prompts = judge_options.get("prompts_dir")
-    _start(out, "judge", {"judge": scorer.name} if judge_spec == "rules" else {
-               "judge": scorer.name, "base_url": judge_options.get("base_url"),
-               "prompts": digest(prompts) if prompts else None},
-           out / JUDGED, force_new, [JUDGED, SCORES, REPORT])
+    _start(out, "judge", settings, out / JUDGED, force_new, [JUDGED, SCORES, REPORT])
     _run_stage(out, "judge", out / JUDGED, len(pending_judging(out)),
                lambda tick: judge(samples, out, scorer, concurrency, tick))
     console.print(f"judgements in {out / JUDGED}")
 
 
-def _score(out: Path, samples: dict[str, BenchSample] | None) -> None:
-    rows = list(_judged_rows(out).values())
+def judge_protocol(run: dict[str, Any]) -> str:
+    """What the numbers of a run are comparable to, from the judge settings it recorded."""
+    settings = run.get("judge") or {}
+    if settings.get("judge") == "rules":
+        return "lwm's rule metrics (no judge model): comparable to other lwm rule-judged runs, not to published numbers"
+    if settings.get("protocol"):
+        return f"the published AgentWorldBench judge protocol (Qwen-AgentWorld {settings['protocol'][:12]})"
+    return ("lwm's own judge prompts and layout (no --protocol): not comparable to published AgentWorldBench "
+            "numbers")
+
+
+def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None) -> None:
+    rows = rows if rows is not None else list(_judged_rows(out).values())
     if not rows:
         raise typer.BadParameter(f"nothing judged in {out}: run lwm bench judge first")
-    scores = {**aggregate(rows), "run": read_run(out)}
+    run = read_run(out)
+    scores = {**aggregate(rows), "judge_protocol": judge_protocol(run) if run else "unknown (a judged file given "
+              "by --predictions)", "run": run}
+    out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
     console.print(score_table(scores))
+    console.print(f"judge protocol: {scores['judge_protocol']}")
     if samples is not None:
         console.print(f"report: {write_report(out / REPORT, scores, rows, samples)}")
 
@@ -193,45 +278,77 @@ def _judged_rows(out: Path) -> dict[str, dict]:
 
 
 @bench_app.command("infer")
-@o.model_options(exclude=("prompts_dir",), helps={"max_tokens": BUDGET_HELP}, max_tokens=AUTO)
-def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, force_new: ForceNew = False,
-              *, options: o.ModelOptions) -> None:
+@o.model_options(**BENCH_OPTIONS)
+def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, protocol: Protocol = None,
+              force_new: ForceNew = False, *, options: o.ModelOptions) -> None:
     """Predict the observation of every sample (resumes: finished samples are kept, if the model, sampling
     and data are the ones recorded in OUT/run.json)."""
-    _infer(data, limit, out, options, concurrency, force_new)
+    _infer(data, limit, out, options, concurrency, force_new, _protocol(protocol))
+
+
+PredictionsFile = Annotated[Path | None, typer.Option("--predictions", help="A predictions file to judge (the "
+                                                      "published script's predictions.jsonl, or lwm's) instead of "
+                                                      "OUT's own.")]
 
 
 @bench_app.command("judge")
 def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None, typer.Option(
-              help="Benchmark data (default: the one infer used).")] = None, base_url: o.BaseUrl = None,
-              api_key: o.ApiKey = None, concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None,
+              help="Benchmark data (default: the one infer used).")] = None, predictions_file: PredictionsFile = None,
+              base_url: Annotated[str | None, typer.Option("--judge-base-url", "--base-url", help="The judge's "
+                                                           "OpenAI-compatible base URL.")] = None,
+              api_key: Annotated[str | None, typer.Option("--judge-api-key", "--api-key", help="The judge's API key "
+                                                          "(or OPENAI_API_KEY).")] = None,
+              judge_max_tokens: JudgeMaxTokens = None,
+              judge_temperature: JudgeTemperature = None, judge_retries: JudgeRetries = None,
+              concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None, protocol: Protocol = None,
               force_new: ForceNew = False) -> None:
     """Score every prediction with rules or an LLM judge (resumes: judged samples are kept, if the judge is
     the one recorded; a sample predicted again since it was judged is judged again)."""
-    source = _recorded_data(out, data)
-    if source is None:
-        raise typer.BadParameter("no --data given and none recorded by infer in this run folder")
-    _judge({s.id: s for s in _samples(source)}, out, judge_spec, concurrency, force_new, prompts_dir=prompts_dir,
-           base_url=base_url, api_key=api_key)
+    if predictions_file is not None:
+        samples = _samples(predictions_file)  # a predictions row is its sample plus gen
+        if predictions_file.resolve() != (out / PREDICTIONS).resolve():
+            predictions(out).write_all(Prediction.model_validate(s.model_dump(exclude_none=True)) for s in samples)
+    else:
+        source = _recorded_data(out, data)
+        if source is None:
+            raise typer.BadParameter("no --data given and none recorded by infer in this run folder")
+        samples = _samples(source)
+    options = JudgeOptions(judge_spec, base_url, api_key, judge_max_tokens, judge_temperature, judge_retries,
+                           prompts_dir)
+    _judge({s.key: s for s in samples}, out, options, concurrency, _protocol(protocol), force_new)
 
 
 @bench_app.command("score")
-def score_cmd(out: Out, report: Annotated[bool, typer.Option(help="Also write report.html.")] = True) -> None:
+def score_cmd(out: Annotated[Path | None, typer.Option("--out", "--output-dir", help="Run folder (judged.jsonl); "
+                                                       "with --predictions, where scores.json goes.")] = None,
+              predictions_file: Annotated[Path | None, typer.Option("--predictions", help="A judged file (the "
+                                          "published script's judged.jsonl, or lwm's).")] = None,
+              report: Annotated[bool, typer.Option(help="Also write report.html.")] = True) -> None:
     """Aggregate judged samples: the score table, scores.json and report.html."""
+    if predictions_file is not None:
+        rows = [row.model_dump(exclude_none=True) for row in JsonlFile(predictions_file, Judgement).rows()]
+        _score(out or predictions_file.parent, None, rows)
+        return
+    if out is None:
+        raise typer.BadParameter("give --out (a run folder) or --predictions (a judged file)")
     source = _recorded_data(out, None) if report else None
-    _score(out, {s.id: s for s in load_samples(source)} if source else None)
+    _score(out, {s.key: s for s in load_samples(source)} if source else None)
 
 
 @bench_app.command("run")
-@o.model_options(exclude=("prompts_dir",), helps={"max_tokens": BUDGET_HELP}, max_tokens=AUTO)
+@o.model_options(**BENCH_OPTIONS)
 def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Concurrency = 16,
-            prompts_dir: o.PromptsDir = None, limit: Limit = None, force_new: ForceNew = False, *,
-            options: o.ModelOptions) -> None:
+            prompts_dir: o.PromptsDir = None, limit: Limit = None, protocol: Protocol = None,
+            judge_base_url: JudgeBaseUrl = None, judge_api_key: JudgeApiKey = None,
+            judge_max_tokens: JudgeMaxTokens = None, judge_temperature: JudgeTemperature = None,
+            judge_retries: JudgeRetries = None, force_new: ForceNew = False, *, options: o.ModelOptions) -> None:
     """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
-    by_id = {s.id: s for s in _infer(data, limit, out, options, concurrency, force_new)}
-    _judge(by_id, out, judge_spec, concurrency, prompts_dir=prompts_dir, base_url=options.base_url,
-           api_key=options.api_key)
-    _score(out, by_id)
+    published = _protocol(protocol)
+    by_key = {s.key: s for s in _infer(data, limit, out, options, concurrency, force_new, published)}
+    judging = JudgeOptions(judge_spec, judge_base_url or options.base_url, judge_api_key or options.api_key,
+                           judge_max_tokens, judge_temperature, judge_retries, prompts_dir)
+    _judge(by_key, out, judging, concurrency, published)
+    _score(out, by_key)
 
 
 @bench_app.command("compare")

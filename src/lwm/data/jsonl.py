@@ -52,8 +52,9 @@ class JsonlFile(Generic[Row]):
                         problems.append(message)
 
     def by_id(self, problems: list[str] | None = None) -> dict[str, Row]:
-        """Rows by id; the last line of an id wins (a rerun's row replaces the earlier one)."""
-        return {str(row.id): row for row in self.rows(problems)}  # type: ignore[attr-defined]
+        """Rows by id (or by ``key``, where a row defines one); the last line of an id wins (a rerun's row
+        replaces the earlier one)."""
+        return {str(getattr(row, "key", None) or row.id): row for row in self.rows(problems)}  # type: ignore[attr-defined]
 
     def ids(self) -> set[str]:
         return set(self.by_id())
