@@ -16,7 +16,7 @@ from rich.table import Table
 
 from lwm.bench.data import load_samples
 from lwm.bench.rules import clear_caches, rule_scores
-from lwm.conversation import history_text
+from lwm.conversation import history_parts
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"
 
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     samples = load_samples(DATA)
-    rows = [(s.reference, history_text(s.history)) for s in samples]
+    rows = [(s.reference, history_parts(s.history)) for s in samples]  # as lwm bench's rules judge calls it
     rates: dict[str, list[float]] = {"cold": [], "warm": []}
     for round_ in range(args.rounds):
         clear_caches()

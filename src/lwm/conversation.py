@@ -5,7 +5,7 @@ domain's system prompt with the session's context, each earlier turn as a user (
 (observation) pair, then the current action. ``fit(conversation, budget)`` keeps it inside a model's
 window by dropping the oldest pairs first (and saying so in the system prompt). Inference, the
 benchmark (whose samples carry ready-rendered pairs), every training set and the judge read sessions
-through these two functions, and scorers read the history through ``history_text``.
+through these two functions, and scorers read the history through ``history_parts``.
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ def answer_room(messages: list[Message], wanted: int, budget: Budget) -> int:
     return min(wanted, budget.window - used)
 
 
-def history_text(pairs: Sequence[tuple[str, str]]) -> str:
-    """What a scorer reads as the session's history: every earlier action and its observation (marker
-    removed). The benchmark's judge and the RL reward both read it, so they score alike."""
-    return "\n".join(f"{user}\n{strip_marker(assistant)}" for user, assistant in pairs)
+def history_parts(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """What a scorer reads as the session's history, turn by turn: each earlier action and its observation
+    (marker removed). The benchmark's judge and the RL reward both read it, so they score alike."""
+    return [f"{user}\n{strip_marker(assistant)}" for user, assistant in pairs]
+

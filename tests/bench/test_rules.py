@@ -59,3 +59,20 @@ def test_quality_is_recall_of_reference_lines():
 def test_total_is_the_mean_of_the_five():
     scores = rule_scores("alpha beta\n- x", "alpha gamma\n- y\n- z", "")
     assert scores["total_score"] == pytest.approx(sum(scores[d] for d in DIMENSIONS) / 5, abs=1e-4)
+
+
+def test_a_history_given_turn_by_turn_scores_as_the_whole_text():
+    """The judge passes a history as its turns (each read once per run); no score may change for it."""
+    from pathlib import Path
+
+    from lwm.bench.data import load_samples
+    from lwm.conversation import history_parts
+
+    samples = load_samples(Path(__file__).parents[2] / "data" / "bench-sample")
+    deep = [s for s in samples if len(s.history) >= 2][:40]
+    assert len(deep) == 40
+    for i, sample in enumerate(deep):
+        prediction = deep[(i + 1) % len(deep)].reference
+        parts = history_parts(sample.history)
+        assert rule_scores(prediction, sample.reference, parts) == rule_scores(prediction, sample.reference,
+                                                                               "\n".join(parts))

@@ -16,7 +16,7 @@ from lwm.bench.judge import VERDICT_TAG, judge_messages, parse_verdict
 from lwm.bench.protocol import PublishedProtocol
 from lwm.bench.rows import Verdict
 from lwm.bench.rules import rule_scores
-from lwm.conversation import Budget, ContextOverflowError, answer_room, history_text
+from lwm.conversation import Budget, ContextOverflowError, answer_room, history_parts
 from lwm.domains import domain_names
 from lwm.parsing import remove_marker
 from lwm.prompts import PromptSet
@@ -39,7 +39,7 @@ class RuleScorer:
     name = "rules"
 
     async def score(self, sample: BenchSample, prediction: str) -> Verdict:
-        scores = rule_scores(remove_marker(prediction), sample.reference, history_text(sample.history))
+        scores = rule_scores(remove_marker(prediction), sample.reference, history_parts(sample.history))
         return Verdict(**scores, judge=self.name)
 
 
