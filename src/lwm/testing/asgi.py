@@ -23,7 +23,9 @@ class ThreadedServer:
     def start(self) -> ThreadedServer:
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY on accepted connections only when the listening
+        # socket says so, and without it every keep-alive request waits ~40 ms for a delayed ACK.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
