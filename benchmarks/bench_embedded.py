@@ -41,7 +41,8 @@ def main() -> None:
     samples = [s for s in load_samples(DATA / f"{args.domain}_test.jsonl") if s.turn_idx <= args.turns]
     keys = list(dict.fromkeys(s.prefix_key for s in samples))[: args.trajectories]
     samples = [s for s in samples if s.prefix_key in keys]
-    wm = WorldModel("embedded?n_ctx=8192", cache=False, config=GenerateConfig(max_tokens=args.max_tokens))
+    wm = WorldModel("embedded?n_ctx=8192&state_cache_mb=0", cache=False,  # the default has the state cache on
+                    config=GenerateConfig(max_tokens=args.max_tokens))
     console = Console()
     results = {}
     runs = [("prefix-aware (trajectory order)", True, False), ("shuffled", False, False)]

@@ -76,3 +76,28 @@ def test_a_history_given_turn_by_turn_scores_as_the_whole_text():
         parts = history_parts(sample.history)
         assert rule_scores(prediction, sample.reference, parts) == rule_scores(prediction, sample.reference,
                                                                                "\n".join(parts))
+
+
+def test_with_the_previous_observation_the_change_is_scored_not_the_overlap():
+    """Hand-checked: after `touch c.txt`, `ls` shows one new name. Copying the previous listing earns no
+    factuality or quality for the change; the right listing earns everything; on an unchanged screen
+    copying is the right answer and scores in full."""
+    previous, reference = "a.txt  b.txt", "a.txt  b.txt  c.txt"
+    copied = rule_scores(previous, reference, previous=previous)
+    right = rule_scores(reference, reference, previous=previous)
+    wrong_new = rule_scores("a.txt  b.txt  d.txt", reference, previous=previous)
+    # 1 of 3 words is new, so the change weighs max(1/3, CHANGE_WEIGHT 0.5): 0.5 x F1(copy, ref) + 0.5 x 0
+    assert copied["factuality"] == pytest.approx(1 + 4 * (0.5 * 0.8), abs=1e-4)
+    assert copied["factuality"] < rule_scores(previous, reference)["factuality"]  # plain overlap: 1 + 4 x 0.8
+    assert right["total_score"] == 5.0 and right["factuality"] > wrong_new["factuality"] > copied["factuality"]
+    unchanged = rule_scores(previous, previous, previous=previous)
+    assert unchanged["total_score"] == 5.0
+
+
+def test_a_whole_new_screen_gives_a_copy_no_content_credit():
+    previous = "Title: Products\n- link Home\n- link Cart"
+    reference = "Title: Checkout\nOrder total 12 EUR\nPay now"
+    copied = rule_scores(previous, reference, previous=previous)
+    # only "title" of the reference's 8 words was on the previous screen: 1/8 x F1(copy, ref) = 1/8 x 1/7
+    assert copied["factuality"] == pytest.approx(1 + 4 / 56, abs=1e-4) and copied["quality"] == 1.0
+    assert rule_scores(previous, reference)["factuality"] == pytest.approx(1 + 4 / 7, abs=1e-4)

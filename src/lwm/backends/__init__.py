@@ -1,6 +1,6 @@
 """Ways to reach a model, behind the ``Backend`` protocol; importing this package registers them."""
 
-from lwm.backends import embedded, mock, openai, transformers  # noqa: F401  (registers)
+from lwm.backends import baselines, embedded, mock, openai, transformers  # noqa: F401  (registers)
 from lwm.backends.base import Backend, BackendError, BackendInfo, GenerateConfig, Generation, Message
 from lwm.backends.mock import MockBackend
 from lwm.backends.spec import DEFAULT_SPEC, load_backend, parse_spec

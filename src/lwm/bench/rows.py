@@ -18,8 +18,11 @@ from lwm.types import TextId
 def row_key(row: BaseModel) -> str:
     """A row's identity in a run: its id, with ``#n`` for the n-th repeat of an id in the data (the
     published script scores repeated ids as separate samples, so lwm keeps them apart too)."""
-    occurrence = (row.model_extra or {}).get("occurrence")
-    return f"{row.id}#{occurrence}" if occurrence else str(row.id)  # type: ignore[attr-defined]
+    return sample_key(row.id, (row.model_extra or {}).get("occurrence"))  # type: ignore[attr-defined]
+
+
+def sample_key(identifier: str, occurrence: int | None) -> str:
+    return f"{identifier}#{occurrence}" if occurrence else str(identifier)
 
 
 class Prediction(BaseModel):

@@ -7,12 +7,16 @@ hashes, long numbers such as PIDs and sizes) are masked before comparing. The fo
 - format: JSON references: 0.5 x (prediction is valid JSON) + 0.5 x Jaccard of the key paths.
   Other text: 0.5 x Jaccard of the line-shape multisets (indentation, leading marker, tree/prompt
   pattern) + 0.5 x line-count ratio (min/max).
-- factuality: F1 of masked content tokens (words and numbers) between prediction and reference.
+- factuality: F1 of masked content tokens (words and numbers) between prediction and reference. With
+  the previous real observation P given, the change is scored, not the overlap: if a share w of the
+  reference's tokens is new (not in P), factuality = (1 - w) x F1(prediction, reference) + w x F1(the
+  prediction's tokens not in P, the reference's tokens not in P). Copying P earns nothing of the w part.
 - consistency: of the entities (paths, file names, ids, quoted strings) that the history established
   and the reference repeats, the share the prediction repeats too; factuality when there are none.
 - realism: 0.6 x (prediction and reference agree on error vs success, judged on their first 4,000
   characters) + 0.4 x length ratio (min/max).
-- quality: recall of the reference's non-empty masked lines among the prediction's lines.
+- quality: recall of the reference's non-empty masked lines among the prediction's lines; with P given,
+  (1 - w) x that + w x the recall of the reference's new lines (not in P), w being their share.
 - exact: 1 when masked, whitespace-normalised texts are equal, else 0 (reported, not averaged).
 """
 
@@ -26,6 +30,9 @@ from functools import lru_cache
 from typing import Any
 
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
+CHANGE_WEIGHT = 0.5
+"""Where the observation changed at all, at least this share of factuality and quality is the change's: a
+screen that grows by one line (a terminal) still changed, and repeating the rest of it is not the skill."""
 _VOLATILE = re.compile(r"\b(?=[0-9A-Za-z])(?:" + "|".join([  # one boundary test, then the kinds: 4x faster
     r"(?P<uuid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)",
     r"(?P<datetime>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b)",
@@ -48,7 +55,7 @@ def _masked(match: re.Match) -> str:
 
 
 _ERROR = re.compile(r"error|traceback|exception|not found|no such|denied|invalid|failed|cannot|can't|unknown|"
-                    r"refused|timed out|usage:|fatal", re.I)
+                    r"refused|timed out|usage:|fatal")  # matched on lowercased text: 6x faster than re.I
 _ENTITY = re.compile(r"(?<![\w.-])[\w.-]*/[\w./-]+|\b[\w-]+\.[a-z]{1,5}\b|\b[A-Za-z_]+\d+[\w-]*\b"
                      r"|'[^'\n]{2,40}'|\"[^\"\n]{2,40}\"")
 _WORD = re.compile(r"\w+")
@@ -126,11 +133,10 @@ def _words(text: str) -> Counter:
 
 @lru_cache(maxsize=8192)
 def _is_error(text: str) -> bool:
-    return bool(_ERROR.search(text[:4000]))  # error messages come first; big trees need not be scanned
+    return bool(_ERROR.search(text[:4000].lower()))  # error messages come first; big trees need not be scanned
 
 
-def _f1(prediction: str, reference: str) -> float:
-    pred, ref = _words(prediction), _words(reference)
+def _f1(pred: Counter, ref: Counter) -> float:
     common = sum((pred & ref).values())
     if not pred and not ref:
         return 1.0
@@ -140,23 +146,51 @@ def _f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def rule_scores(prediction: str, reference: str, history: str | Sequence[str] = "") -> dict[str, float]:
+def _factuality(pred: str, ref: str, previous: str | None) -> float:
+    words, reference = _words(pred), _words(ref)
+    overlap = _f1(words, reference)
+    if previous is None:
+        return overlap
+    before = _words(previous)
+    new = reference - before
+    if not new:  # nothing changed: repeating the screen is the right answer
+        return overlap
+    weight = max(CHANGE_WEIGHT, sum(new.values()) / sum(reference.values()))
+    return (1 - weight) * overlap + weight * _f1(words - before, new)
+
+
+def _quality(pred: str, ref: str, previous: str | None) -> float:
+    ref_lines = [line.strip() for line in ref.splitlines() if line.strip()]
+    pred_lines = {line.strip() for line in pred.splitlines()}
+    if not ref_lines:
+        return float(not pred_lines - {""})
+    recall = sum(line in pred_lines for line in ref_lines) / len(ref_lines)
+    if previous is None:
+        return recall
+    before = {line.strip() for line in previous.splitlines()}
+    new = [line for line in ref_lines if line not in before]
+    if not new:
+        return recall
+    weight = max(CHANGE_WEIGHT, len(new) / len(ref_lines))
+    return (1 - weight) * recall + weight * sum(line in pred_lines for line in new) / len(new)
+
+
+def rule_scores(prediction: str, reference: str, history: str | Sequence[str] = "",
+                previous: str | None = None) -> dict[str, float]:
     """The five dimensions (1-5), ``total_score`` (their mean) and ``exact`` (0 or 1). ``history`` is the
     session's text, or its turns' texts (``history_parts``): then each turn is read once per run however many
-    later samples repeat it, as a trajectory's samples do (and no entity spans two turns)."""
+    later samples repeat it, as a trajectory's samples do (and no entity spans two turns). ``previous`` is
+    the previous real observation, when there is one: then factuality and quality score the change from it,
+    so copying it earns little where the real observation changed."""
     pred, ref = mask(prediction.strip()), mask(reference.strip())
-    factual = _f1(pred, ref)
+    before = mask(previous.strip()) if previous is not None else None
+    factual = _factuality(pred, ref, before)
     parts = (history,) if isinstance(history, str) else history
     established = frozenset().union(*(_entities(mask(part)) for part in parts)) & _entities(ref)
     consistent = sum(e in pred for e in established) / len(established) if established else factual
     agree = _is_error(pred) == _is_error(ref)
     realism = 0.6 * agree + 0.4 * _ratio(len(pred), len(ref))
-    ref_lines = [line.strip() for line in ref.splitlines() if line.strip()]
-    pred_lines = {line.strip() for line in pred.splitlines()}
-    if ref_lines:
-        quality = sum(line in pred_lines for line in ref_lines) / len(ref_lines)
-    else:
-        quality = float(not pred_lines - {""})
+    quality = _quality(pred, ref, before)
     scores = {
         "format": _scale(_format(pred, ref)), "factuality": _scale(factual), "consistency": _scale(consistent),
         "realism": _scale(realism), "quality": _scale(quality),

@@ -136,3 +136,15 @@ def paired_table(paired: dict[str, Any], names: tuple[str, str]) -> Table:
         table.add_row(DISPLAY.get(domain, domain), str(e["n"]), str(e["wins"]), str(e["ties"]), str(e["losses"]),
                       f"[{colour}]{e['mean']:+.2f}[/]", "-" if e["se"] is None else f"{e['se']:.2f}")
     return table
+
+
+def skill_table(skill: dict[str, Any]) -> Table:
+    table = Table(title="skill over copy-last (rule judge, turns 2+: the previous real observation as the answer)")
+    for col in ("domain", "samples", "model", "copy-last", "skill"):
+        table.add_column(col, justify="left" if col == "domain" else "right")
+    rows = [*skill["domains"].items(), *([("Overall", skill["overall"])] if skill["overall"] else [])]
+    for domain, e in rows:
+        colour = "green" if e["skill"] > 0 else "red"
+        table.add_row(DISPLAY.get(domain, domain), str(e["samples"]), f"{e['model']:.2f}", f"{e['copy_last']:.2f}",
+                      f"[{colour}]{e['skill']:+.2f}[/]")
+    return table

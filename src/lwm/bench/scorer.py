@@ -37,9 +37,12 @@ class RuleScorer:
     """The judge-free rule metrics: no model, deterministic, fast enough to be an RL reward."""
 
     name = "rules"
+    version = 2
+    """2: factuality and quality score the change from the previous real observation (1: plain overlap)."""
 
     async def score(self, sample: BenchSample, prediction: str) -> Verdict:
-        scores = rule_scores(remove_marker(prediction), sample.reference, history_parts(sample.history))
+        previous = remove_marker(sample.history[-1][1]) if sample.history else None
+        scores = rule_scores(remove_marker(prediction), sample.reference, history_parts(sample.history), previous)
         return Verdict(**scores, judge=self.name)
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lwm.backends import BackendError
+from lwm.bench.baseline import copy_last_totals, skill_over
 from lwm.bench.data import BenchSample, answer_budgets, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
@@ -30,7 +31,15 @@ from lwm.bench.run import (
     predictions,
 )
 from lwm.bench.run import infer as run_infer
-from lwm.bench.score import aggregate, compare_table, paired_differences, paired_table, score_table, side_by_side_table
+from lwm.bench.score import (
+    aggregate,
+    compare_table,
+    paired_differences,
+    paired_table,
+    score_table,
+    side_by_side_table,
+    skill_table,
+)
 from lwm.bench.scorer import Scorer, load_scorer
 from lwm.cli import options as o
 from lwm.cli.simulate import fail
@@ -218,7 +227,8 @@ class JudgeOptions:
     def scorer(self, protocol: PublishedProtocol | None) -> tuple[Scorer, dict[str, Any]]:
         """The scorer and the settings a resume must match."""
         if self.spec == "rules":
-            return load_scorer("rules"), {"judge": "rules"}
+            scorer = load_scorer("rules")
+            return scorer, {"judge": "rules", "rules_version": scorer.version}  # type: ignore[attr-defined]
         published = protocol.defaults.get("judge", {}) if protocol else {}
         settings = {"max_tokens": self.max_tokens or int(published.get("max_tokens", 4096)),
                     "temperature": self.temperature if self.temperature is not None
@@ -261,9 +271,13 @@ def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[st
     run = read_run(out)
     scores = {**aggregate(rows), "judge_protocol": judge_protocol(run) if run else "unknown (a judged file given "
               "by --predictions)", "run": run}
+    if samples is not None and (run.get("judge") or {}).get("judge") == "rules":
+        scores["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
     console.print(score_table(scores))
+    if "skill_over_copy_last" in scores:
+        console.print(skill_table(scores["skill_over_copy_last"]))
     console.print(f"judge protocol: {scores['judge_protocol']}")
     if samples is not None:
         console.print(f"report: {write_report(out / REPORT, scores, rows, samples)}")

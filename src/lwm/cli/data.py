@@ -15,6 +15,7 @@ from rich.table import Table
 from lwm.cli.simulate import fail
 from lwm.data import read_trajectories, write_trajectories
 from lwm.data.build import build
+from lwm.data.sources import heldout_sources, source_of
 from lwm.types import Trajectory
 
 data_app = typer.Typer(help="Work with trajectory files.", no_args_is_help=True)
@@ -47,14 +48,32 @@ def in_heldout(trajectory_id: str, fraction: float, seed: int) -> bool:
 def split(
     inputs: Annotated[list[Path], typer.Argument(help="Collection folders or trajectories.jsonl files.")],
     out: Annotated[Path, typer.Option(help="Folder for train.jsonl and heldout.jsonl.")],
-    heldout: Annotated[float, typer.Option(help="Share of trajectories held out.")] = 0.2,
+    heldout: Annotated[float, typer.Option(help="Share of trajectories (or of each domain's sources) held out.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Changes which trajectories are held out.")] = 0,
+    by: Annotated[str, typer.Option(help="'trajectory', or 'source': hold out whole environments (an MCP server, "
+                                         "an app, a site, a project), which measures transfer, not memory.")]
+    = "trajectory",
 ) -> None:
-    """Split by trajectory, never by turn, so no held-out turn's history is seen in training."""
+    """Split by trajectory (never by turn, so no held-out turn's history is seen in training) or by source."""
     console = Console()
+    if by not in ("trajectory", "source"):
+        raise fail(f"--by must be 'trajectory' or 'source', not {by!r}", 2)
     trajectories = load(inputs)
-    test = [t for t in trajectories if in_heldout(t.id, heldout, seed)]
-    train = [t for t in trajectories if not in_heldout(t.id, heldout, seed)]
+    if by == "source":
+        held = heldout_sources(trajectories, heldout, seed)
+        test = [t for t in trajectories if source_of(t) in held[t.domain]]
+        table = Table(title="sources held out whole")
+        for column in ("domain", "sources", "held out", "held-out trajectories"):
+            table.add_column(column)
+        for domain in sorted(held):
+            every = sorted({source_of(t) for t in trajectories if t.domain == domain})
+            table.add_row(domain, str(len(every)), ", ".join(sorted(held[domain])) or
+                          "[yellow]none: one source only[/]", str(sum(1 for t in test if t.domain == domain)))
+        console.print(table)
+    else:
+        test = [t for t in trajectories if in_heldout(t.id, heldout, seed)]
+    held_ids = {t.id for t in test}
+    train = [t for t in trajectories if t.id not in held_ids]
     write_trajectories(out / "train.jsonl", train)
     write_trajectories(out / "heldout.jsonl", test)
     console.print(f"{len(train)} train and {len(test)} held-out trajectories written to {out}")
@@ -62,18 +81,20 @@ def split(
 
 @data_app.command("stats")
 def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files.")]) -> None:
-    """Counts and lengths per domain."""
+    """Counts and lengths per domain, and its distinct environments (sources: servers, apps, sites, projects)."""
     console = Console()
     by_domain: dict[str, list[Trajectory]] = defaultdict(list)
     for t in load(inputs):
         by_domain[t.domain].append(t)
     table = Table(title="trajectories")
-    for column in ("domain", "trajectories", "turns", "turns/traj (median)", "obs chars (median)", "step s (median)"):
+    for column in ("domain", "trajectories", "sources", "turns", "turns/traj (median)", "obs chars (median)",
+                   "step s (median)"):
         table.add_column(column, justify="right" if column != "domain" else "left")
     for domain, items in sorted(by_domain.items()):
         turns = [turn for t in items for turn in t.turns]
         seconds = [turn.observation.metadata["seconds"] for turn in turns if "seconds" in turn.observation.metadata]
-        table.add_row(domain, str(len(items)), str(len(turns)), f"{statistics.median(len(t.turns) for t in items):g}",
+        table.add_row(domain, str(len(items)), str(len({source_of(t) for t in items})), str(len(turns)),
+                      f"{statistics.median(len(t.turns) for t in items):g}",
                       f"{statistics.median(len(u.observation.content) for u in turns):g}" if turns else "-",
                       f"{statistics.median(seconds):.3f}" if seconds else "-")
     console.print(table)

@@ -1,0 +1,70 @@
+"""Pseudo-models no world model should lose to: answers built from the conversation itself, no model.
+
+- ``copy-last``: the previous real observation again (the last assistant message). Where an action changes
+  little, copying scores well on overlap metrics; a world model's skill is what it adds over this.
+- ``echo-action``: the current action as the observation (what a model that only parrots its input does).
+
+Both are deterministic and free, so ``lwm bench run --model copy-last`` is a baseline any benchmark can
+afford. On a first turn there is nothing to copy: ``copy-last`` answers nothing (scored as "No output").
+"""
+
+from __future__ import annotations
+
+from lwm.backends.base import BackendInfo, GenerateConfig, Generation, Message, approx_tokens
+from lwm.parsing import OBSERVATION_TAG
+from lwm.registry import register
+
+
+def last_observation(messages: list[Message]) -> str | None:
+    """The conversation's last assistant message (the previous observation), or None on a first turn."""
+    return next((m["content"] for m in reversed(messages) if m["role"] == "assistant"), None)
+
+
+class _Baseline:
+    compact_prompts = False
+    context_window: int | None = None
+    name = "baseline"
+
+    @classmethod
+    def from_spec(cls, model: str | None, **_: object) -> _Baseline:
+        return cls()
+
+    def answer(self, messages: list[Message]) -> str:
+        raise NotImplementedError
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Generation:
+        text = self.answer(messages)
+        tagged = f"<{OBSERVATION_TAG}>\n{text}\n</{OBSERVATION_TAG}>" if text else ""
+        return Generation(text=tagged, finish_reason="stop", completion_tokens=approx_tokens(text))
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@register("backend", "copy-last")
+class CopyLastBackend(_Baseline):
+    name = "copy-last"
+
+    @classmethod
+    def info(cls) -> BackendInfo:
+        return BackendInfo(name="copy-last", usable=True, example="copy-last",
+                           detail="baseline: the previous real observation again")
+
+    def answer(self, messages: list[Message]) -> str:
+        return last_observation(messages) or ""
+
+
+@register("backend", "echo-action")
+class EchoActionBackend(_Baseline):
+    name = "echo-action"
+
+    @classmethod
+    def info(cls) -> BackendInfo:
+        return BackendInfo(name="echo-action", usable=True, example="echo-action",
+                           detail="baseline: the current action as the observation")
+
+    def answer(self, messages: list[Message]) -> str:
+        return messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""

@@ -1,0 +1,56 @@
+"""Skill over copy-last: how much a model beats answering each turn with the previous real observation.
+
+Overlap metrics reward copying wherever an action changes little, so a raw score says little on its own;
+the same samples scored for ``copy-last`` (``backends/baselines.py``) give the floor to read it against.
+With the rule judge the floor is computed on the spot (no model, milliseconds); first turns, which have
+nothing to copy, are left out of both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from statistics import mean
+from typing import Any
+
+from lwm.backends.baselines import last_observation
+from lwm.bench.data import BenchSample
+from lwm.bench.rows import sample_key
+from lwm.bench.score import domain_of, normalize
+from lwm.bench.scorer import RuleScorer
+from lwm.parsing import published_output
+
+
+def copy_last_totals(samples: dict[str, BenchSample]) -> dict[str, float]:
+    """The rule judge's total for copy-last's answer, by sample key (samples past their first turn)."""
+    scorer = RuleScorer()
+
+    async def run() -> dict[str, float]:
+        totals = {}
+        for key, sample in samples.items():
+            previous = last_observation(sample.conversation().messages())
+            if sample.turn_idx > 1 and previous is not None:
+                verdict = await scorer.score(sample, published_output(previous))
+                totals[key] = verdict.total_score or 1.0
+        return totals
+
+    return asyncio.run(run())
+
+
+def skill_over(rows: list[dict[str, Any]], baseline: dict[str, float]) -> dict[str, Any]:
+    """Per domain and overall, on the valid samples the baseline also scored: the model's total, the
+    baseline's, and the difference (points on the 0-100 scale)."""
+    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for row in rows:
+        key = sample_key(row["id"], row.get("occurrence"))
+        if key in baseline and row.get("failed", 1.0) == 0.0 and row.get("total_score"):
+            pairs[domain_of(row)].append((normalize(row["total_score"]), normalize(baseline[key])))
+
+    def entry(items: list[tuple[float, float]]) -> dict[str, Any]:
+        model, base = mean(m for m, _ in items), mean(b for _, b in items)
+        return {"samples": len(items), "model": round(model, 2), "copy_last": round(base, 2),
+                "skill": round(model - base, 2)}
+
+    every = [p for items in pairs.values() for p in items]
+    return {"domains": {d: entry(items) for d, items in sorted(pairs.items())},
+            "overall": entry(every) if every else None}

@@ -1,0 +1,57 @@
+"""Which environment a trajectory came from (its *source*), and splits that hold whole sources out.
+
+A held-out split by trajectory shares apps, servers, sites and projects with training, so it measures
+memory of a few environments; holding out whole sources measures transfer to environments the model never
+saw. The source is ``provenance.extra["source"]`` when the collector recorded one, else read from what
+each domain records: the MCP server, the OS apps, the web site's host, the SWE project, the search corpus,
+the environment otherwise (lwm's terminal records one bash sandbox, so terminal has a single source until
+collectors record the program explored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from lwm.types import Trajectory
+
+_URL = re.compile(r"URL: (?:[a-z]+://)?([^/\s]+)")
+
+
+def source_of(trajectory: Trajectory) -> str:
+    provenance = trajectory.provenance
+    extra = provenance.extra or {}
+    if extra.get("source"):
+        return str(extra["source"])
+    domain = trajectory.domain
+    if domain == "os" and extra.get("apps"):
+        return "os:" + "+".join(sorted(map(str, extra["apps"])))
+    if domain == "search" and extra.get("sources"):
+        return "search:" + "+".join(sorted(map(str, extra["sources"])))
+    if domain == "web":
+        first = str(extra.get("initial_observation") or "") or next(
+            (t.observation.content for t in trajectory.turns), "")
+        if host := _URL.search(first):
+            return f"web:{host.group(1)}"
+    return provenance.environment or f"{domain}:unknown"
+
+
+def _rank(source: str, seed: int) -> float:
+    digest = hashlib.sha256(f"{seed}:{source}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def heldout_sources(trajectories: Iterable[Trajectory], fraction: float, seed: int) -> dict[str, set[str]]:
+    """Per domain, the sources held out: a seeded ``fraction`` of them, at least one and never all (a domain
+    with a single source holds none out: there is nothing to hold out that training would not lack)."""
+    by_domain: dict[str, set[str]] = defaultdict(set)
+    for trajectory in trajectories:
+        by_domain[trajectory.domain].add(source_of(trajectory))
+    chosen = {}
+    for domain, sources in by_domain.items():
+        ranked = sorted(sources, key=lambda s: _rank(s, seed))
+        count = min(len(ranked) - 1, max(1, round(fraction * len(ranked)))) if len(ranked) > 1 else 0
+        chosen[domain] = set(ranked[:count])
+    return chosen

@@ -1,0 +1,48 @@
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.data import read_trajectories, write_trajectories
+from lwm.data.sources import heldout_sources, source_of
+from lwm.types import Provenance
+from tests.samples import trajectory
+
+runner = CliRunner()
+CORPUS = Path(__file__).parents[2] / "data" / "samples" / "corpus-v1-sample.jsonl"
+
+
+def made(domain: str, i: int, **provenance) -> object:
+    return trajectory(domain).model_copy(update={"id": f"{domain}-{i}", "provenance": Provenance(**provenance)})
+
+
+def test_each_domain_names_its_environment():
+    by_id = {t.id: source_of(t) for t in read_trajectories(CORPUS)}
+    assert by_id["mcp-memory-s0-00001"] == "mcp:memory-server"
+    assert by_id["os-s0-00000"] == "os:mousepad"
+    assert by_id["web-s0-00000"] == "web:shop.lwm.test"
+    assert by_id["swe-s0-00000"] == "swe:calc"
+    assert made("terminal", 0, extra={"source": "repl:python"}).provenance.extra["source"] == "repl:python"
+    assert source_of(made("terminal", 0, extra={"source": "repl:python"})) == "repl:python"
+
+
+def test_whole_sources_are_held_out_never_all_and_never_one_of_one():
+    trajectories = [made("mcp", i, environment=f"mcp:server-{i % 5}") for i in range(20)]
+    trajectories += [made("swe", i, environment="swe:calc") for i in range(4)]
+    held = heldout_sources(trajectories, 0.4, seed=0)
+    assert len(held["mcp"]) == 2 and held["swe"] == set()
+    assert heldout_sources(trajectories, 0.4, seed=0) == held  # the same seed, the same sources
+    assert all(len(heldout_sources(trajectories, f, seed=0)["mcp"]) in range(1, 5) for f in (0.01, 0.5, 0.99))
+
+
+def test_split_by_source_keeps_every_source_on_one_side(tmp_path):
+    trajectories = [made("mcp", i, environment=f"mcp:server-{i % 5}") for i in range(20)]
+    write_trajectories(tmp_path / "in.jsonl", trajectories)
+    result = runner.invoke(app, ["data", "split", str(tmp_path / "in.jsonl"), "--by", "source", "--heldout", "0.4",
+                                 "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    train = {source_of(t) for t in read_trajectories(tmp_path / "out" / "train.jsonl")}
+    heldout = {source_of(t) for t in read_trajectories(tmp_path / "out" / "heldout.jsonl")}
+    assert len(heldout) == 2 and len(train) == 3 and not train & heldout
+    stats = runner.invoke(app, ["data", "stats", str(tmp_path / "in.jsonl")])
+    assert stats.exit_code == 0 and "sources" in stats.output
