@@ -151,3 +151,25 @@ def test_a_published_judged_file_scores_as_the_published_script_scores_it(tmp_pa
     assert (terminal["valid"], terminal["failed"]) == (2, 1)
     assert terminal["consistency"] == 0.0 and terminal["format"] == 50.0  # (1-1)/4*100; ((5+1)/2-1)/4*100
     assert scores["overall"] == pytest.approx((2.5 - 1) / 4 * 100)
+
+
+def test_the_protocols_budget_shrinks_to_the_window_and_a_prompt_that_cannot_fit_never_fits(checkout, data, tmp_path):
+    """Messages are sent whole under the protocol: the answer gets what the window leaves (at most the
+    protocol's budget), and a sample whose messages alone fill the window fails as never fitting."""
+    import asyncio
+
+    from lwm.backends import GenerateConfig, MockBackend
+    from lwm.bench.run import infer, predictions
+    from lwm.conversation import ContextOverflowError
+    from lwm.worldmodel import WorldModel
+
+    messages = BenchSample.model_validate(ROWS[1]).conversation().messages()
+    roomy = WorldModel(MockBackend(context_window=10_000), cache=False)
+    assert roomy.answer_room(messages, 30000) < 10_000 and roomy.answer_room(messages, 500) == 500
+    with pytest.raises(ContextOverflowError):
+        WorldModel(MockBackend(context_window=20), cache=False).answer_room(messages, 30000)
+    tight = WorldModel(MockBackend(context_window=30), cache=False, config=GenerateConfig(max_tokens=30000))
+    asyncio.run(infer(load_samples(data), tight, tmp_path / "run", protocol=load_protocol(checkout)))
+    rows = predictions(tmp_path / "run").by_id()
+    assert rows["t-2"].never_fits and not rows["m-1"].never_fits  # "call get_time" alone fits in 30 tokens
+    assert [m for m in tight.backend.calls if m[-1]["content"] == "call get_time"]

@@ -12,6 +12,7 @@ from typing import Any
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
 from lwm.bench.score import DISPLAY, normalize
+from lwm.parsing import remove_marker
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}pre{white-space:pre-wrap;margin:0;
@@ -89,8 +90,9 @@ def _label(action: str) -> str:
 
 
 def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) -> str:
-    real, predicted = sample.reference, row.get("prediction", "")
-    action = sample.current_prompt or sample.prompt[sample.index]
+    real = sample.reference
+    predicted = remove_marker(row["extracted_output"]) if "extracted_output" in row else row.get("prediction", "")
+    action = sample.current
     total = None if row.get("error_message") or not row.get("total_score") else normalize(row["total_score"])
     verdict = html.escape(row["error_message"]) if row.get("error_message") else " · ".join(
         f"{d} {normalize(row[d]):.0f}" for d in DIMENSIONS if row.get(d))
