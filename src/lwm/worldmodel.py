@@ -29,6 +29,7 @@ from lwm.conversation import (
     fit,
 )
 from lwm.domains import Domain, get_domain
+from lwm.guard import Ledger
 from lwm.parsing import parse_answer
 from lwm.types import Action, Observation, Trajectory
 
@@ -46,6 +47,8 @@ class WorldModel:
         prompts_dir: str | Path | None = None,
         compact: bool | None = None,
         stop_at_answer: bool | None = None,
+        guard: bool = False,
+        guard_retries: int = 2,
         **backend_options: Any,
     ):
         self.backend: Backend = backend if backend is not None and not isinstance(backend, str) \
@@ -59,6 +62,7 @@ class WorldModel:
             # Small models rarely reason first; stopping at the closing tag saves many tokens.
             self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
+        self.guard, self.guard_retries = guard, guard_retries
 
     # --- messages ------------------------------------------------------------------------------
     def budget(self, reserve: int | None = None) -> Budget:
@@ -93,9 +97,34 @@ class WorldModel:
         cache the answer."""
         prompt = fit(conv, self.budget(None if config is None else config.max_tokens))
         observation = await self.generate(prompt.messages, domain, config)
+        if self.guard and conv.current is not None:
+            observation = await self._guarded(conv, prompt.messages, observation, domain, config or self.config)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
         return observation.model_copy(update={"metadata": metadata})
+
+    async def _guarded(self, conv: Conversation, messages: list[Message], first: Observation,
+                       domain: Domain | None, config: GenerateConfig) -> Observation:
+        """The consistency guard (``lwm.guard``): sample again while the answer contradicts what the session
+        fixed, keep the candidate with the fewest conflicts, and repair what is left where that is certain."""
+        ledger = Ledger.from_pairs(conv.pairs)
+        best, conflicts = first, ledger.conflicts(conv.current or "", first.content)
+        found, tries = len(conflicts), 0
+        while conflicts and tries < self.guard_retries:
+            tries += 1
+            again = config.model_copy(update={"temperature": max(config.temperature, 0.7),
+                                              "seed": (config.seed or 0) + 7919 * tries})
+            candidate = await self.generate(messages, domain, again)
+            left = ledger.conflicts(conv.current or "", candidate.content)
+            if len(left) < len(conflicts):
+                best, conflicts = candidate, left
+        repaired = False
+        if conflicts:
+            fixed = ledger.repair(conv.current or "", best.content)
+            if fixed != best.content and not ledger.conflicts(conv.current or "", fixed):
+                best, conflicts, repaired = best.model_copy(update={"content": fixed}), [], True
+        guard = {"conflicts": found, "resamples": tries, "left": len(conflicts), "repaired": repaired}
+        return best.model_copy(update={"metadata": {**best.metadata, "guard": guard}})
 
     async def generate(self, messages: list[Message], domain: Domain | None = None,
                        config: GenerateConfig | None = None) -> Observation:

@@ -196,7 +196,7 @@ def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, co
                       "one): " + ", ".join(f"{d} {n}" for d, n in sorted(budgets.items())))
     _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
                           "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data),
-                          "protocol": protocol.revision if protocol else None},
+                          "protocol": protocol.revision if protocol else None, "guard": options.guard or None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
     update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))

@@ -29,10 +29,13 @@ PromptsDir = Annotated[Path | None, typer.Option(help="Templates laid out as <di
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")]
 Timeout = Annotated[float, typer.Option(help="A server's (openai:) most seconds for one answer before it is retried.")]
 Retries = Annotated[int, typer.Option(help="Retries of a server's (openai:) failed or timed-out answer.")]
+Guard = Annotated[bool, typer.Option("--guard", help="Consistency guard: check each prediction against the facts "
+                                     "the session fixed (repeated reads, entity fields); sample again or repair "
+                                     "on conflict.")]
 DEFAULT_MODEL = DEFAULT_SPEC
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
-             "retries": Retries}
+             "retries": Retries, "guard": Guard}
 INTERACTIVE = {"timeout": 30.0, "retries": 1}
 """Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
 
@@ -51,12 +54,13 @@ class ModelOptions:
     no_cache: bool = False
     timeout: float = 300.0
     retries: int = 5
+    guard: bool = False
 
     def world_model(self, concurrency: int | None = None) -> WorldModel:
         config = GenerateConfig(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens)
         return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
                           base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
-                          timeout=self.timeout, max_retries=self.retries)
+                          timeout=self.timeout, max_retries=self.retries, guard=self.guard)
 
 
 EnvOption = Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "

@@ -53,6 +53,8 @@ class ServeConfig:
     api_key: str | None = None
     control: ControlSpec | None = None
     """Perturbations around every step and a world bible (``lwm.envs.control``)."""
+    guard: bool = False
+    """The consistency guard on every simulated answer (``lwm.guard``)."""
 
     @property
     def real(self) -> bool:
@@ -63,7 +65,7 @@ class ServeConfig:
         if self.real or self.model is None:
             return None
         return WorldModel(self.model, config=GenerateConfig(max_tokens=self.max_tokens, temperature=self.temperature),
-                          base_url=self.base_url, api_key=self.api_key)
+                          base_url=self.base_url, api_key=self.api_key, guard=self.guard)
 
 
 @dataclass
