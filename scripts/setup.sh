@@ -16,7 +16,8 @@ done
 # Real document collections for the search environment, and the browser for the web environment
 # (checked with dpkg: they are files, or a command whose name differs between releases).
 for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium libseccomp2 \
-           xvfb dbus-x11 at-spi2-core python3-pyatspi mousepad galculator xdotool; do
+           xvfb dbus-x11 at-spi2-core python3-pyatspi mousepad galculator xdotool \
+           git-doc sqlite3-doc bash-doc debian-reference-en sqlite3 jq bc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwm.collect.explorers.programs import PROGRAMS
 from lwm.collect.runner import EpisodeSpec, plan
+from lwm.envs.real.web import START_PAGES
 
 
 @dataclass(frozen=True)
@@ -16,25 +18,34 @@ class Part:
     max_steps: int
     env_options: dict[str, Any] = field(default_factory=dict)
     tag: str = ""
+    policy: str = "explorer"
 
 
 GIT_SETUP = ["git init -q -b main", "printf 'notes\\n' > notes.txt && printf 'print(1)\\n' > app.py",
              "git add -A && git -c user.email=dev@example.org -c user.name=dev commit -qm 'first commit'",
              "printf 'more\\n' >> notes.txt"]
 
+CORPUS_V1 = [  # six runnable domains, >= 35 trajectories each: 300 trajectories, 3,170 turns (docs/collection.md)
+    Part("terminal", 60, 12),
+    Part("swe", 50, 12),
+    Part("mcp", 20, 10, {"preset": "memory"}, "memory"),
+    Part("mcp", 15, 10, {"preset": "filesystem"}, "filesystem"),
+    Part("mcp", 10, 8, {"preset": "everything"}, "everything"),
+    Part("mcp", 10, 6, {"preset": "time"}, "time"),
+    Part("mcp", 10, 8, {"preset": "git", "setup": GIT_SETUP}, "git"),
+    Part("search", 50, 12),
+    Part("web", 40, 10),
+    Part("os", 35, 8),
+]
 PRESETS: dict[str, list[Part]] = {
-    # Six runnable domains, >= 35 trajectories each: 300 trajectories, 3,170 turns (docs/collection.md).
-    "corpus-v1": [
-        Part("terminal", 60, 12),
-        Part("swe", 50, 12),
-        Part("mcp", 20, 10, {"preset": "memory"}, "memory"),
-        Part("mcp", 15, 10, {"preset": "filesystem"}, "filesystem"),
-        Part("mcp", 10, 8, {"preset": "everything"}, "everything"),
-        Part("mcp", 10, 6, {"preset": "time"}, "time"),
-        Part("mcp", 10, 8, {"preset": "git", "setup": GIT_SETUP}, "git"),
-        Part("search", 50, 12),
-        Part("web", 40, 10),
-        Part("os", 35, 8),
+    "corpus-v1": CORPUS_V1,
+    # corpus-v1 plus more environments, counted in sources (lwm data stats): one terminal program per part, one
+    # documentation site per web part (Debian's HTML docs at their public addresses). Work in progress toward
+    # an order of magnitude more sources than corpus-v1 (docs/collection.md).
+    "corpus-v2": [
+        *[p for p in CORPUS_V1 if p.domain != "web"],
+        *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
+        *[Part("web", 8, 8, {"start_url": url}, site) for site, url in START_PAGES.items()],
     ],
     # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
     "sample": [
@@ -52,7 +63,7 @@ def plan_preset(name: str, seed: int, out: str | Path, mistake_rate: float = 0.1
     skipped = 0
     for part in PRESETS[name]:
         specs, done = plan(part.domain, part.episodes, part.max_steps, seed, out, part.env_options, mistake_rate,
-                           part.tag)
+                           part.tag, part.policy)
         todo += specs
         skipped += done
     return todo, skipped

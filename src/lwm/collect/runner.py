@@ -42,7 +42,8 @@ class EpisodeSpec:
     tag: str = ""
     """Tells apart several parts of one collection in the same domain (e.g. MCP servers)."""
     policy: str = "explorer"
-    """``explorer`` (the domain's heuristic explorer) or ``agent:<model spec>`` (an LLM agent)."""
+    """``explorer`` (the domain's heuristic explorer), ``explorer:<name>`` (a registered explorer, e.g.
+    ``terminal-sqlite3``) or ``agent:<model spec>`` (an LLM agent)."""
     policy_options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -70,7 +71,8 @@ def episode_policy(spec: EpisodeSpec) -> Any:
 
         return AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
                            **spec.policy_options)
-    return get("explorer", spec.domain)(mistake_rate=spec.mistake_rate)
+    name = spec.policy.removeprefix("explorer:") if spec.policy.startswith("explorer:") else spec.domain
+    return get("explorer", name)(mistake_rate=spec.mistake_rate)
 
 
 def run_episode(spec: EpisodeSpec) -> EpisodeResult:
@@ -84,7 +86,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
         policy = episode_policy(spec)
         store = TrajectoryStore(spec.out)
         recorded = RecordTrajectory(TimeLimit(env, spec.max_steps), store, trajectory_id=spec.id, provenance={
-            "explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm")})
+            "explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
+            **({"source": policy.source} if getattr(policy, "source", None) else {})})
         obs, _ = recorded.reset(seed=spec.episode_seed)
         policy.start(random.Random(spec.episode_seed), env.context, obs)
         terminated = truncated = False

@@ -40,6 +40,13 @@ def test_commands_run_and_the_screen_is_observed(env):
     assert env.trajectory.provenance.source == "real"
 
 
+def test_a_line_ending_in_a_semicolon_is_typed_whole(env):
+    """tmux takes a trailing ";" for a command separator; SQL and shell lines end in one."""
+    env.reset()
+    obs, *_ = env.step(keys(("python3 -q\n", 0.8), ("x = 7;\n", 0.4), ("print(x * 6);\n", 0.5)))
+    assert "x = 7;" in obs and "print(x * 6);" in obs and "\n42\n" in obs
+
+
 def test_ctrl_c_interrupts_a_running_command(env):
     env.reset()
     obs, *_ = env.step(keys(("sleep 30\n", 0.3)))

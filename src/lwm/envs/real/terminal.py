@@ -120,7 +120,9 @@ class TerminalEnv(TextEnv):
                 if i:
                     self._pane.send_keys("Enter", enter=False)
                 if chunk:
-                    self._pane.send_keys(chunk, enter=False, literal=True)
+                    # tmux reads an argument ending in ";" as a command separator, even with -l: escape it
+                    literal = chunk[:-1] + "\\;" if chunk.endswith(";") else chunk
+                    self._pane.send_keys(literal, enter=False, literal=True)
         time.sleep(duration)
 
     def transition(self, action: Action) -> Observation:

@@ -1,0 +1,145 @@
+"""Terminal explorers for one program each (a REPL or a tool): more distinct environments for the terminal.
+
+Each explorer opens its program in the terminal (or drives it from the shell) and works it as a person
+would, with the same share of mistakes as the shell explorer; its ``source`` (``terminal:<program>``) goes
+into the trajectory's provenance, so ``lwm data split --by source`` can hold a program out whole. Registered
+as explorers ``terminal-<program>``; a collection part picks one with ``policy="explorer:terminal-sqlite3"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lwm.collect.explorers.base import BaseExplorer
+from lwm.collect.explorers.terminal import keys
+from lwm.registry import register
+
+Maker = Callable[[BaseExplorer], str]
+
+
+@dataclass(frozen=True)
+class Program:
+    start: str | None
+    """Keystrokes that open the program (None: each action is a shell command)."""
+    normal: tuple[Maker, ...]
+    mistakes: tuple[Maker, ...]
+
+
+def _n(e: BaseExplorer) -> int:
+    return e.rng.randint(1, 99)
+
+
+PROGRAMS: dict[str, Program] = {
+    "python": Program("python3 -q\n", (
+        lambda e: f"{e.word()} = {_n(e)}",
+        lambda e: f"{_n(e)} * {_n(e)} + {_n(e)}",
+        lambda e: f"[i * i for i in range({e.rng.randint(2, 8)})]",
+        lambda e: f"'{e.word()}'.upper() + '-{e.word()}'",
+        lambda e: f"import math; math.sqrt({_n(e) ** 2})",
+        lambda e: f"d = {{'{e.word()}': {_n(e)}, '{e.word()}': {_n(e)}}}; sorted(d.items())",
+        lambda e: f"sum(range({_n(e)})), max([{_n(e)}, {_n(e)}, {_n(e)}])",
+        lambda e: f"len('{e.word()} {e.word()}'.split())",
+    ), (
+        lambda e: f"{e.word()}_{_n(e)} + 1",
+        lambda e: f"{_n(e)} / 0",
+        lambda e: f"int('{e.word()}')",
+        lambda e: f"print('{e.word()}'",
+        lambda e: f"[1, 2, 3][{e.rng.randint(5, 9)}]",
+    )),
+    "sqlite3": Program("sqlite3 shop.db\n", (
+        lambda e: "CREATE TABLE IF NOT EXISTS items(id INTEGER PRIMARY KEY, name TEXT, price REAL);",
+        lambda e: f"INSERT INTO items(name, price) VALUES('{e.word()}', {_n(e)}.5);",
+        lambda e: "SELECT * FROM items;",
+        lambda e: "SELECT count(*), round(avg(price), 2) FROM items;",
+        lambda e: f"SELECT name FROM items WHERE price > {_n(e)} ORDER BY price;",
+        lambda e: f"UPDATE items SET price = price + 1 WHERE name = '{e.word()}';",
+        lambda e: f"DELETE FROM items WHERE id = {e.rng.randint(1, 5)};",
+        lambda e: e.rng.choice([".tables", ".schema items", ".headers on", ".mode list"]),
+    ), (
+        lambda e: "SELEC * FROM items;",
+        lambda e: f"SELECT * FROM {e.word()};",
+        lambda e: "INSERT INTO items VALUES(1);",
+        lambda e: ".tabels",
+    )),
+    "bc": Program("bc -lq\n", (
+        lambda e: f"{_n(e)} + {_n(e)} * {_n(e)}",
+        lambda e: f"scale={e.rng.randint(0, 6)}; {_n(e)} / {e.rng.randint(2, 9)}",
+        lambda e: f"sqrt({_n(e)})",
+        lambda e: f"x = {_n(e)}; x ^ 2",
+        lambda e: f"obase=2; {_n(e)}",
+        lambda e: "obase=10",
+    ), (
+        lambda e: f"{_n(e)} / 0",
+        lambda e: f"{e.word()}(",
+        lambda e: "sqrt(-1)",
+    )),
+    "jq": Program(None, (
+        lambda e: f"echo '{{\"{e.word()}\": {_n(e)}, \"list\": [{_n(e)}, {_n(e)}]}}' | jq '.list | add'",
+        lambda e: f"jq -n '[range({e.rng.randint(2, 9)})] | map(. * 2)'",
+        lambda e: f"echo '[{{\"name\": \"{e.word()}\", \"n\": {_n(e)}}}]' | jq -r '.[0].name'",
+        lambda e: f"echo '{{\"a\": {{\"b\": \"{e.word()}\"}}}}' | jq -c 'keys, .a.b'",
+        lambda e: "jq -n '{x: 1, y: [true, null]}'",
+    ), (
+        lambda e: "echo '{\"a\": 1' | jq .",
+        lambda e: "jq -n '.[' ",
+        lambda e: f"jq '.a' {e.word()}.json",
+    )),
+    "awk": Program(None, (
+        lambda e: f"printf '{e.word()} {_n(e)}\\n{e.word()} {_n(e)}\\n{e.word()} {_n(e)}\\n' > t.txt && cat t.txt",
+        lambda e: "awk '{s += $2} END {print \"total\", s}' t.txt",
+        lambda e: f"awk '$2 > {_n(e)} {{print $1}}' t.txt",
+        lambda e: "awk '{print NR\": \"toupper($1)}' t.txt",
+        lambda e: "awk 'BEGIN {for (i = 1; i <= 3; i++) print i * i}'",
+    ), (
+        lambda e: "awk '{print $1' t.txt",
+        lambda e: f"awk '{{print}}' {e.word()}.txt",
+    )),
+    "git": Program(None, (
+        lambda e: "git init -q . 2>/dev/null; git status --short",
+        lambda e: f"echo '{e.word()} {_n(e)}' >> {e.word()}.txt && git add -A && git -c user.email=a@b.c "
+                  f"-c user.name=dev commit -qm '{e.word()}' && git log --oneline | head -n 3",
+        lambda e: "git log --oneline | head -n 5",
+        lambda e: "git status --short",
+        lambda e: "git branch",
+        lambda e: f"git checkout -q -b {e.word()}{_n(e)} && git branch",
+        lambda e: "git diff --stat HEAD~1 2>&1 | tail -n 3",
+    ), (
+        lambda e: "git comit -m x",
+        lambda e: f"git checkout {e.word()}-missing",
+        lambda e: "git show nosuchref",
+    )),
+    "man": Program(None, (
+        lambda e: f"man -P cat {e.rng.choice(['ls', 'cp', 'grep', 'tar', 'sort', 'chmod', 'find'])} | head -n 20",
+        lambda e: f"whatis {e.rng.choice(['ls', 'mv', 'cat', 'head', 'wc', 'uniq'])}",
+        lambda e: f"apropos {e.rng.choice(['copy', 'directory', 'compress', 'network'])} | head -n 8",
+        lambda e: f"man -k {e.rng.choice(['list', 'sort', 'file'])} | head -n 5",
+    ), (
+        lambda e: f"man {e.word()}cmd",
+        lambda e: "whatis nosuchcommand",
+    )),
+}
+
+
+class ProgramExplorer(BaseExplorer):
+    program = ""
+
+    def __init__(self, mistake_rate: float = 0.15):
+        super().__init__(mistake_rate)
+        self.name = f"terminal-{self.program}-v1"
+        self.source = f"terminal:{self.program}"
+        self.opened = False
+
+    def act(self, observation: str) -> list[dict[str, Any]]:
+        spec = PROGRAMS[self.program]
+        if spec.start and not self.opened:
+            self.opened = True
+            return keys(spec.start, 0.8)
+        makers = spec.mistakes if self.mistake() else spec.normal
+        return keys(self.rng.choice(makers)(self) + "\n", 0.5)
+
+
+for _program in PROGRAMS:
+    register("explorer", f"terminal-{_program}")(type(f"{_program.title()}Explorer", (ProgramExplorer,),
+                                                       {"program": _program}))

@@ -1,0 +1,46 @@
+"""Program explorers (terminal REPLs and tools) and the corpus-v2 preset's sources."""
+
+import random
+
+import pytest
+
+from lwm.collect.explorers.programs import PROGRAMS
+from lwm.collect.presets import PRESETS, plan_preset
+from lwm.collect.runner import EpisodeSpec, run_episode
+from lwm.data import read_trajectories
+from lwm.data.sources import source_of
+from lwm.registry import get
+from lwm.types import Context
+from tests.envs.real.conftest import needs_sandbox, needs_tmux
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_each_program_explorer_opens_its_program_then_works_it(program):
+    explorer = get("explorer", f"terminal-{program}")(mistake_rate=0.3)
+    explorer.start(random.Random(1), Context(), "user@sandbox:~$")
+    actions = [explorer.act("") for _ in range(12)]
+    assert explorer.source == f"terminal:{program}" and explorer.name == f"terminal-{program}-v1"
+    assert all(a[0]["keystrokes"].endswith("\n") for a in actions)
+    if PROGRAMS[program].start:
+        assert actions[0][0]["keystrokes"] == PROGRAMS[program].start
+    assert len({a[0]["keystrokes"] for a in actions}) > 3  # varied
+
+
+def test_corpus_v2_plans_a_part_per_program_and_per_site(tmp_path):
+    tags = [(p.domain, p.tag) for p in PRESETS["corpus-v2"]]  # each part pins its own settings
+    assert len(tags) == len(set(tags))
+    specs, _ = plan_preset("corpus-v2", 0, tmp_path)
+    policies = {s.policy for s in specs if s.domain == "terminal"}
+    assert policies == {"explorer", *(f"explorer:terminal-{p}" for p in PROGRAMS)}
+    assert {s.env_options.get("start_url", "").split("/")[2] for s in specs if s.domain == "web"} >= {
+        "git-scm.com", "www.sqlite.org", "docs.python.org", "shop.lwm.test"}
+
+
+@needs_sandbox
+@needs_tmux
+def test_a_program_episode_records_its_program_as_the_source(tmp_path):
+    result = run_episode(EpisodeSpec("terminal", 0, 0, 4, str(tmp_path), {}, 0.0, "sqlite3",
+                                     "explorer:terminal-sqlite3"))
+    assert result.error is None and result.turns == 4
+    [trajectory] = read_trajectories(tmp_path)
+    assert source_of(trajectory) == "terminal:sqlite3" and "sqlite>" in trajectory.turns[0].observation.content
