@@ -24,10 +24,15 @@ class _Baseline:
     compact_prompts = False
     context_window: int | None = None
     name = "baseline"
+    detail = ""
 
     @classmethod
     def from_spec(cls, model: str | None, **_: object) -> _Baseline:
         return cls()
+
+    @classmethod
+    def info(cls) -> BackendInfo:
+        return BackendInfo(name=cls.name, usable=True, example=cls.name, detail=f"baseline: {cls.detail}")
 
     def answer(self, messages: list[Message]) -> str:
         raise NotImplementedError
@@ -46,12 +51,7 @@ class _Baseline:
 
 @register("backend", "copy-last")
 class CopyLastBackend(_Baseline):
-    name = "copy-last"
-
-    @classmethod
-    def info(cls) -> BackendInfo:
-        return BackendInfo(name="copy-last", usable=True, example="copy-last",
-                           detail="baseline: the previous real observation again")
+    name, detail = "copy-last", "the previous real observation again"
 
     def answer(self, messages: list[Message]) -> str:
         return last_observation(messages) or ""
@@ -59,12 +59,7 @@ class CopyLastBackend(_Baseline):
 
 @register("backend", "echo-action")
 class EchoActionBackend(_Baseline):
-    name = "echo-action"
-
-    @classmethod
-    def info(cls) -> BackendInfo:
-        return BackendInfo(name="echo-action", usable=True, example="echo-action",
-                           detail="baseline: the current action as the observation")
+    name, detail = "echo-action", "the current action as the observation"
 
     def answer(self, messages: list[Message]) -> str:
         return messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""
