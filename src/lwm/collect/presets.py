@@ -45,7 +45,7 @@ PRESETS: dict[str, list[Part]] = {
     "corpus-v2": [
         *[p for p in CORPUS_V1 if p.domain != "web"],
         *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
-        *[Part("web", 8, 8, {"start_url": url}, site) for site, url in START_PAGES.items()],
+        *[Part("web", 8, 8, {"start_url": url}, site, "explorer:web-site") for site, url in START_PAGES.items()],
     ],
     # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
     "sample": [
