@@ -307,3 +307,14 @@ def test_bench_sends_each_domain_its_own_budget_and_pins_it(data, tmp_path):
     assert sent == set(expected.values()) and "answer budget per domain" in result.output
     assert json.loads((out / "run.json").read_text())["infer"]["max_tokens"] == expected
     assert fixed.exit_code == 2 and "max_tokens" in fixed.output  # a resume with another budget is refused
+
+
+def test_spread_samples_reach_every_turn_depth_even_when_the_stride_matches_the_session_length():
+    """8-turn sessions and a stride of 8 once picked turn 1 of every session."""
+    from lwm.bench.data import spread
+
+    samples = [BenchSample(task="web", id=f"s{t}-t{k}", prompt=["a"] * 8, response=["b"] * 8, turn_idx=k)
+               for t in range(40) for k in range(1, 9)]
+    picked = spread(samples, 40)
+    assert len(picked) == 40 and len({s.turn_idx for s in picked}) >= 6
+    assert spread(samples, 40) == picked  # deterministic

@@ -164,7 +164,10 @@ def spread(samples: list[BenchSample], per_domain: int) -> list[BenchSample]:
     keep: set[str] = set()
     for items in by_domain.values():
         step = max(len(items) / per_domain, 1.0)
-        keep.update(items[int(i * step)].id for i in range(min(per_domain, len(items))))
+        # each pick is jittered inside its stretch (golden-ratio offsets): a plain stride equal to the turns per
+        # trajectory picked the same turn of every trajectory (8-turn web sessions, 40 picks: all first turns)
+        keep.update(items[min(len(items) - 1, int(i * step + (i * 0.618034 % 1) * step))].id
+                    for i in range(min(per_domain, len(items))))
     return [s for s in samples if s.id in keep]
 
 
