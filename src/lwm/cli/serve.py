@@ -88,8 +88,8 @@ def openenv_cmd(domain: Domain = "terminal", real: Real = False, env_option: o.E
 @serve_app.command("mcp")
 @o.model_options(exclude=("prompts_dir", "no_cache", "seed", "timeout", "retries"))
 def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to mirror: a preset (memory, "
-                                                       "filesystem, everything, time, git), a command line, or an "
-                                                       "http(s) URL.")] = None,
+                                                       "filesystem, everything, time, git, sequential-thinking), a "
+                                                       "command line, or an http(s) URL.")] = None,
             tools: Annotated[Path | None, typer.Option(help="Serve these tools (JSON list) instead of listing a "
                                                        "real server's.")] = None,
             mode: Annotated[str, typer.Option(help="sim (world model), real (pass through, recorded), replay "

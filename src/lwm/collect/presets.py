@@ -44,6 +44,7 @@ PRESETS: dict[str, list[Part]] = {
     # an order of magnitude more sources than corpus-v1 (docs/collection.md).
     "corpus-v2": [
         *[p for p in CORPUS_V1 if p.domain != "web"],
+        Part("mcp", 10, 8, {"preset": "sequential-thinking"}, "sequential-thinking"),
         *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
         *[Part("web", 8, 8, {"start_url": url}, site, "explorer:web-site") for site, url in START_PAGES.items()],
     ],

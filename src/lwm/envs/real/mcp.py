@@ -153,6 +153,8 @@ PRESETS: dict[str, MCPServer] = {
     "everything": MCPServer(str(NPM_BIN / "mcp-server-everything"), ("stdio",)),
     "time": MCPServer("mcp-server-time", ("--local-timezone", "UTC")),
     "git": MCPServer("mcp-server-git", ("--repository", "{workdir}")),
+    "sequential-thinking": MCPServer(str(NPM_BIN / "mcp-server-sequential-thinking"),
+                                     env={"DISABLE_THOUGHT_LOGGING": "true"}),
 }
 """Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder."""
 
