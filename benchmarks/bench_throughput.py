@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import socket
-import subprocess
-import sys
+import os
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from pathlib import Path
 import httpx
 from rich.console import Console
 from rich.table import Table
+from serve_throughput import free_port, start  # the sibling script: one way to start an lwm server process
 
 from lwm.backends import GenerateConfig
 from lwm.bench.data import BenchSample, load_samples
@@ -34,24 +33,15 @@ from lwm.testing.openai_server import ScriptedServer
 from lwm.worldmodel import WorldModel
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"
-LWM = str(Path(sys.executable).parent / "lwm")
 
 
 @contextlib.contextmanager
 def server_process(latency: float) -> Iterator[str]:
-    """``lwm testserver`` in a child process; yields its base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    child = subprocess.Popen([LWM, "testserver", "--port", str(port), "--latency", str(latency)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """``lwm testserver`` in a child process (started as serve_throughput.py starts its servers); its base URL."""
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
+    child = start(["testserver", "--port", str(port), "--latency", str(latency)], f"{url}/models", dict(os.environ))
     try:
-        for _ in range(200):
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.1)
         yield url
     finally:
         child.terminate()

@@ -80,13 +80,18 @@ def command_output(screen: str, command: str | None) -> str:
     return "\n".join(out).strip()
 
 
+def _identifier(obj: dict[str, Any]) -> str | None:
+    """The field that names this object (the first of IDENTIFIERS it has, non-empty), if any."""
+    return next((k for k in IDENTIFIERS if isinstance(obj.get(k), str | int) and obj.get(k) != ""), None)
+
+
 def _entities(value: Any) -> Iterator[tuple[str, str, str]]:
     """(subject, attribute, value) for the scalar fields of every identified object in a JSON value."""
     if isinstance(value, list):
         for item in value:
             yield from _entities(item)
     elif isinstance(value, dict):
-        ident = next((k for k in IDENTIFIERS if isinstance(value.get(k), str | int) and value.get(k) != ""), None)
+        ident = _identifier(value)
         for k, v in value.items():
             if ident and k != ident and isinstance(v, str | int | float | bool):
                 yield f"{ident}={value[ident]}", k, json.dumps(v)
@@ -103,9 +108,8 @@ def _json(text: str) -> Any:
 @dataclass
 class Ledger:
     reads: dict[str, str] = field(default_factory=dict)
-    """Canonical read-only action -> its answer (masked)."""
+    """Canonical read-only action -> the observation that answered it."""
     facts: dict[tuple[str, str], str] = field(default_factory=dict)
-    raw_reads: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_pairs(cls, pairs: Sequence[tuple[str, str]]) -> Ledger:
@@ -117,7 +121,6 @@ class Ledger:
     def _forget(self, action: str) -> None:
         """An action that may change things: reads are stale, and so are the entities it names."""
         self.reads.clear()
-        self.raw_reads.clear()
         for key in [k for k in self.facts if k[0].split("=", 1)[1] in action]:
             del self.facts[key]
 
@@ -127,8 +130,7 @@ class Ledger:
         if MUTATING.search(key):
             self._forget(key)
         else:
-            self.reads[key] = mask(command_output(text, command))
-            self.raw_reads[key] = text
+            self.reads[key] = text
         for subject, attribute, value in _entities(_json(text)):
             self.facts[(subject, attribute)] = value
 
@@ -137,9 +139,10 @@ class Ledger:
         text = remove_marker(observation)
         found: list[Conflict] = []
         if not MUTATING.search(key) and key in self.reads:
-            answer = mask(command_output(text, command))
-            if answer != self.reads[key]:
-                found.append(Conflict("repeat", key, self.reads[key], answer))
+            # the same key is the same command, so the earlier answer is cut from its screen the same way
+            expected, answer = (mask(command_output(t, command)) for t in (self.reads[key], text))
+            if answer != expected:
+                found.append(Conflict("repeat", key, expected, answer))
         mutating = MUTATING.search(key)
         for subject, attribute, value in _entities(_json(text)):
             fixed = self.facts.get((subject, attribute))
@@ -152,8 +155,8 @@ class Ledger:
         """``observation`` with what the ledger knows for certain put back: a repeated read's earlier answer
         (whole observations only: a terminal screen also shows what came before), entities' fixed fields."""
         key, command = action_key(user)
-        if command is None and not MUTATING.search(key) and key in self.raw_reads:
-            return self.raw_reads[key]
+        if command is None and not MUTATING.search(key) and key in self.reads:
+            return self.reads[key]
         data = _json(remove_marker(observation))
         if data is None:
             return observation
@@ -165,7 +168,7 @@ class Ledger:
             for item in value:
                 self._set_fixed(item)
         elif isinstance(value, dict):
-            ident = next((k for k in IDENTIFIERS if isinstance(value.get(k), str | int) and value.get(k) != ""), None)
+            ident = _identifier(value)
             for k, v in list(value.items()):
                 fixed = self.facts.get((f"{ident}={value[ident]}", k)) if ident and k != ident else None
                 if fixed is not None and isinstance(v, str | int | float | bool):

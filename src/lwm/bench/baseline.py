@@ -13,7 +13,6 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
-from lwm.backends.baselines import last_observation
 from lwm.bench.data import BenchSample
 from lwm.bench.rows import sample_key
 from lwm.bench.score import domain_of, normalize
@@ -28,9 +27,8 @@ def copy_last_totals(samples: dict[str, BenchSample]) -> dict[str, float]:
     async def run() -> dict[str, float]:
         totals = {}
         for key, sample in samples.items():
-            previous = last_observation(sample.conversation().messages())
-            if sample.turn_idx > 1 and previous is not None:
-                verdict = await scorer.score(sample, published_output(previous))
+            if sample.turn_idx > 1 and sample.history:  # copy-last's answer: the last observation of the history
+                verdict = await scorer.score(sample, published_output(sample.history[-1][1]))
                 totals[key] = verdict.total_score or 1.0
         return totals
 
