@@ -17,7 +17,10 @@ done
 # (checked with dpkg: they are files, or a command whose name differs between releases).
 for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium libseccomp2 \
            xvfb dbus-x11 at-spi2-core python3-pyatspi mousepad galculator xdotool \
-           git-doc sqlite3-doc bash-doc debian-reference-en sqlite3 jq bc; do
+           git-doc sqlite3-doc bash-doc debian-reference-en sqlite3 jq bc \
+           python-flask-doc python-jinja2-doc python-click-doc python-werkzeug-doc python-requests-doc \
+           python-attr-doc python-pytest-doc python-pygments-doc python-markdown-doc apache2-doc \
+           gtk-3-examples gucharmap gnumeric abiword; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -45,4 +48,21 @@ lock=servers/mcp/node_modules/.package-lock.json
 if [ ! -f "$lock" ] || [ servers/mcp/package-lock.json -nt "$lock" ]; then
   echo "setup: installing the npm MCP servers"
   npm ci --prefix servers/mcp --no-audit --no-fund --silent
+fi
+
+# MCP servers from PyPI that need an older mcp SDK than lwm's, in their own environment.
+stamp=servers/pypi/.venv/.lwm-installed
+want=$(sha256sum servers/pypi/requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing the PyPI MCP servers"
+  "$PY" -m venv servers/pypi/.venv
+  servers/pypi/.venv/bin/python -m pip install -q -r servers/pypi/requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+# Source distributions of real libraries for the SWE domain (corpus-v2), pinned in servers/swe/projects.txt.
+mkdir -p servers/swe/sdists
+if [ "$(grep -c '==' servers/swe/projects.txt)" -ne "$(ls servers/swe/sdists | grep -c 'tar.gz$')" ]; then
+  echo "setup: downloading the SWE projects' source distributions"
+  .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d servers/swe/sdists -r servers/swe/projects.txt
 fi

@@ -59,6 +59,21 @@ def test_mcp_explorer_fills_arguments_from_the_schema_and_earlier_results():
     assert all(c["arguments"].get("mode", "fast") in {"fast", "slow"} for c in calls)
 
 
+def test_mcp_explorer_sends_what_an_agent_would_where_a_schema_says_only_string():
+    """A code runner's schema says `code: string`; a random word there is an error no agent makes."""
+    from lwm.collect.explorers.mcp import MCPExplorer
+
+    tools = [{"name": "run-code", "inputSchema": {"type": "object", "required": ["code", "languageId"], "properties": {
+        "code": {"type": "string"}, "languageId": {"enum": ["javascript", "python", "ocaml", "swift"]}}}}]
+    e = MCPExplorer(mistake_rate=0.0)
+    e.start(random.Random(5), Context(tools=tools), "")
+    calls = [e.act("")["arguments"] for _ in range(200)]
+    runnable = [c for c in calls if c["languageId"] in ("python", "javascript", "shellscript", "perl")
+                and any(word in c["code"] for word in ("print", "console.log", "echo"))]
+    assert 0.75 < len(runnable) / len(calls) < 0.95  # mostly real code; schema-drawn calls stay a minority
+    assert len({c["code"] for c in runnable}) > 20  # the examples vary
+
+
 def test_search_explorer_opens_urls_it_has_seen():
     from lwm.collect.explorers.search import SearchExplorer
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from lwm.collect.explorers.programs import PROGRAMS
-from lwm.collect.presets import PRESETS, plan_preset
+from lwm.collect.presets import PRESETS, SWE_SDISTS, plan_preset
 from lwm.collect.runner import EpisodeSpec, run_episode
 from lwm.data import read_trajectories
 from lwm.data.sources import source_of
@@ -33,7 +33,15 @@ def test_corpus_v2_plans_a_part_per_program_and_per_site(tmp_path):
     policies = {s.policy for s in specs if s.domain == "terminal"}
     assert policies == {"explorer", *(f"explorer:terminal-{p}" for p in PROGRAMS)}
     assert {s.env_options.get("start_url", "").split("/")[2] for s in specs if s.domain == "web"} >= {
-        "git-scm.com", "www.sqlite.org", "docs.python.org", "shop.lwm.test"}
+        "git-scm.com", "www.sqlite.org", "docs.python.org", "shop.lwm.test", "flask.palletsprojects.com"}
+    # one corpus per search part (none mixed, so each can be held out), one app per OS part, one project per SWE
+    assert all(len(s.env_options["sources"]) == 1 for s in specs if s.domain == "search")
+    assert {s.env_options["sources"][0] for s in specs if s.domain == "search"} >= {"man", "python-docs", "flask-docs"}
+    assert {tuple(s.env_options.get("apps", ["mousepad"])) for s in specs if s.domain == "os"} >= {
+        ("mousepad",), ("galculator",), ("gnumeric",)}
+    assert {s.env_options.get("preset") for s in specs if s.domain == "mcp"} >= {"sqlite", "code-runner"}
+    projects = {s.env_options.get("project", "calc").split("/")[-1] for s in specs if s.domain == "swe"}
+    assert len(projects) == 1 + len(SWE_SDISTS)
 
 
 @needs_sandbox

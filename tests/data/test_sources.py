@@ -46,3 +46,21 @@ def test_split_by_source_keeps_every_source_on_one_side(tmp_path):
     assert len(heldout) == 2 and len(train) == 3 and not train & heldout
     stats = runner.invoke(app, ["data", "stats", str(tmp_path / "in.jsonl")])
     assert stats.exit_code == 0 and "sources" in stats.output
+
+
+def test_kept_sources_stay_in_training_and_may_leave_every_other_source_held_out(tmp_path):
+    trajectories = [made("mcp", i, environment=f"mcp:server-{i % 5}") for i in range(20)]
+    keep = {"mcp:server-0", "mcp:server-1"}
+    for seed in range(6):
+        held = heldout_sources(trajectories, 0.99, seed, keep)["mcp"]
+        assert held == {"mcp:server-2", "mcp:server-3", "mcp:server-4"}  # all but the kept: training has those
+    assert len(heldout_sources(trajectories, 0.2, 0, keep)["mcp"]) == 1
+    assert heldout_sources(trajectories, 0.5, 0, {f"mcp:server-{i}" for i in range(5)})["mcp"] == set()
+    write_trajectories(tmp_path / "in.jsonl", trajectories)
+    args = ["data", "split", str(tmp_path / "in.jsonl"), "--by", "source", "--heldout", "0.6", "--out",
+            str(tmp_path / "out"), "--keep", "mcp:server-0", "--keep", "mcp:server-1"]
+    assert runner.invoke(app, args).exit_code == 0
+    train = {source_of(t) for t in read_trajectories(tmp_path / "out" / "train.jsonl")}
+    assert keep <= train and len(train) == 2
+    result = runner.invoke(app, [*args[:-4], "--keep", "mcp:nowhere"])
+    assert result.exit_code == 2 and "mcp:nowhere" in result.output

@@ -53,14 +53,18 @@ def split(
     by: Annotated[str, typer.Option(help="'trajectory', or 'source': hold out whole environments (an MCP server, "
                                          "an app, a site, a project), which measures transfer, not memory.")]
     = "trajectory",
+    keep: Annotated[list[str] | None, typer.Option(help="With --by source: a source never held out (repeat it), "
+                                                     "e.g. one an existing model was trained on.")] = None,
 ) -> None:
     """Split by trajectory (never by turn, so no held-out turn's history is seen in training) or by source."""
     console = Console()
     if by not in ("trajectory", "source"):
         raise fail(f"--by must be 'trajectory' or 'source', not {by!r}", 2)
     trajectories = load(inputs)
+    if unknown := sorted(set(keep or ()) - {source_of(t) for t in trajectories}):
+        raise fail(f"--keep names sources the data does not have: {', '.join(unknown)}", 2)
     if by == "source":
-        held = heldout_sources(trajectories, heldout, seed)
+        held = heldout_sources(trajectories, heldout, seed, keep or ())
         test = [t for t in trajectories if source_of(t) in held[t.domain]]
         table = Table(title="sources held out whole")
         for column in ("domain", "sources", "held out", "held-out trajectories"):

@@ -8,7 +8,13 @@ from typing import Any
 
 from lwm.collect.explorers.programs import PROGRAMS
 from lwm.collect.runner import EpisodeSpec, plan
+from lwm.envs.real.search_corpus import SOURCES
 from lwm.envs.real.web import START_PAGES
+
+SEARCH_CORPORA = [name for name in SOURCES if name not in ("wn", "gcide")]  # setup.sh installs the rest
+SWE_SDISTS = sorted((Path(__file__).parents[3] / "servers" / "swe" / "sdists").glob("*.tar.gz"))
+"""Real libraries' source distributions (servers/swe/projects.txt; scripts/setup.sh downloads them)."""
+OS_APPS = ["galculator", "gucharmap", "gnumeric", "abiword", "gtk3-widget-factory"]  # beside corpus-v1's mousepad
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,16 @@ PRESETS: dict[str, list[Part]] = {
     # documentation site per web part (Debian's HTML docs at their public addresses). Work in progress toward
     # an order of magnitude more sources than corpus-v1 (docs/collection.md).
     "corpus-v2": [
-        *[p for p in CORPUS_V1 if p.domain != "web"],
+        *[p for p in CORPUS_V1 if p.domain not in ("web", "search")],
         Part("mcp", 10, 8, {"preset": "sequential-thinking"}, "sequential-thinking"),
+        Part("mcp", 10, 8, {"preset": "sqlite"}, "sqlite"),
+        Part("mcp", 10, 8, {"preset": "code-runner"}, "code-runner"),
         *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
         *[Part("web", 8, 8, {"start_url": url}, site, "explorer:web-site") for site, url in START_PAGES.items()],
+        # one corpus per search part (corpus-v1's search mixed four), so a corpus can be held out whole
+        *[Part("search", 8, 10, {"sources": [corpus]}, corpus) for corpus in SEARCH_CORPORA],
+        *[Part("swe", 6, 10, {"project": str(sdist)}, sdist.name.removesuffix(".tar.gz")) for sdist in SWE_SDISTS],
+        *[Part("os", 6, 8, {"apps": [app]}, app) for app in OS_APPS],
     ],
     # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
     "sample": [

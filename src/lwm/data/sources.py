@@ -43,15 +43,20 @@ def _rank(source: str, seed: int) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def heldout_sources(trajectories: Iterable[Trajectory], fraction: float, seed: int) -> dict[str, set[str]]:
+def heldout_sources(trajectories: Iterable[Trajectory], fraction: float, seed: int,
+                    keep: Iterable[str] = ()) -> dict[str, set[str]]:
     """Per domain, the sources held out: a seeded ``fraction`` of them, at least one and never all (a domain
-    with a single source holds none out: there is nothing to hold out that training would not lack)."""
+    with a single source holds none out: there is nothing to hold out that training would not lack).
+
+    Sources in ``keep`` are never held out — e.g. those an already trained model saw, so that it and a new
+    model can be compared on environments neither trained on."""
+    keep = set(keep)
     by_domain: dict[str, set[str]] = defaultdict(set)
     for trajectory in trajectories:
         by_domain[trajectory.domain].add(source_of(trajectory))
     chosen = {}
     for domain, sources in by_domain.items():
-        ranked = sorted(sources, key=lambda s: _rank(s, seed))
-        count = min(len(ranked) - 1, max(1, round(fraction * len(ranked)))) if len(ranked) > 1 else 0
-        chosen[domain] = set(ranked[:count])
+        ranked = sorted(sources - keep, key=lambda s: _rank(s, seed))
+        room = len(ranked) - (0 if sources & keep else 1)  # something must stay in training
+        chosen[domain] = set(ranked[:min(room, max(1, round(fraction * len(sources))))]) if room > 0 else set()
     return chosen

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from lwm.envs.real.mcp import NPM_BIN, MCPEnv
+from lwm.envs.real.mcp import NPM_BIN, PYPI_BIN, MCPEnv
 from tests.envs.real.conftest import needs_sandbox
 from tests.waiting import wait_for
 
@@ -98,6 +98,31 @@ def test_python_servers_time_and_git(make):
     git.reset()
     obs, *_ = git.step(call("git_log", repo_path="/home/user/work"))
     assert "first" in obs
+
+
+@pytest.mark.skipif(not (PYPI_BIN / "mcp-server-sqlite").exists(), reason="PyPI MCP servers not installed (setup)")
+def test_sqlite_server_from_its_own_environment_keeps_its_database(make):
+    env = make(preset="sqlite")
+    env.reset()
+    assert {t["name"] for t in env.context.tools} >= {"create_table", "write_query", "read_query", "list_tables"}
+    env.step(call("create_table", query="CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL)"))
+    env.step(call("write_query", query="INSERT INTO items (name, price) VALUES ('pear', 2.5), ('fig', 4)"))
+    obs, *_ = env.step(call("read_query", query="SELECT name FROM items WHERE price > 3"))
+    assert "fig" in obs and "pear" not in obs
+    obs, _, _, _, info = env.step(call("read_query", query="DELETE FROM items"))
+    assert info["tool_error"] is True or "Only SELECT" in obs
+
+
+@needs_npm_servers
+def test_code_runner_runs_code_in_the_sandbox_despite_its_stdout_chatter(make):
+    """It prints "Executing command: ..." on stdout beside JSON-RPC; the client skips the line, the call
+    still answers. Its node needs more address space than the default cap (its preset lifts that one)."""
+    env = make(preset="code-runner")
+    env.reset()
+    obs, *_ = env.step(call("run-code", languageId="python", code="print(sum(range(10)))"))
+    assert obs.strip() == "45"
+    obs, *_ = env.step(call("run-code", languageId="shellscript", code="hostname; echo $HOME"))
+    assert obs.split() == ["sandbox", "/home/user/work"]  # the sandbox's host name and folder
 
 
 @needs_npm_servers

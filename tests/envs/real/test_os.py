@@ -1,9 +1,12 @@
 """The real OS environment: Xvfb + AT-SPI + mousepad, driven by sandboxed Python code."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from lwm.collect.presets import OS_APPS
+from lwm.data.sources import source_of
 from lwm.envs.real.os import DesktopUnavailable, OSEnv, check_desktop
 from lwm.envs.real.process import processes_of
 from tests.envs.real.conftest import wait_for
@@ -23,6 +26,16 @@ def env():
     e = OSEnv(apps=("mousepad",))
     yield e
     e.close()
+
+
+@pytest.mark.parametrize("app", OS_APPS)
+def test_each_corpus_app_shows_in_the_tree(app):
+    if not shutil.which(app):
+        pytest.skip(f"{app} not installed (setup)")
+    with OSEnv(apps=(app,)) as other:
+        obs, _ = other.reset()
+        assert f"application '{app}'" in obs and "frame '" in obs
+        assert source_of(other.trajectory) == f"os:{app}"
 
 
 def test_the_tree_shows_the_app_and_typing_changes_it(env):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.search import SearchEnv, SearchIndex, corpus_index
 
 pytest.importorskip("bm25s")
@@ -87,6 +88,18 @@ def test_python_docs_pages_carry_their_public_urls(tmp_path):
     assert "(https://docs.python.org/3/library/asyncio-task.html)" in obs
     page, *_ = env.step(call("web_extractor", url="https://docs.python.org/3/library/asyncio-task.html"))
     assert page.startswith("# Coroutines and Tasks") and "asyncio.timeout" in page
+
+
+@needs(str(DOC_SETS["pytest-docs"].root / "how-to/fixtures.html"))
+def test_each_sphinx_doc_set_is_a_corpus_of_its_own(tmp_path):
+    env = SearchEnv(sources=["pytest-docs"], cache_dir=str(tmp_path))
+    env.reset()
+    obs, *_ = env.step(call("web_search", query="fixture teardown yield"))
+    urls = re.findall(r"\((https?://[^)\s]+)\)", obs)
+    assert urls and all(u.startswith("https://docs.pytest.org/en/stable/") for u in urls)
+    assert "/_modules/" not in obs  # highlighted source listings are not documents
+    page, *_ = env.step(call("web_extractor", url="https://docs.pytest.org/en/stable/how-to/fixtures.html"))
+    assert page.startswith("# How to use fixtures") and "request fixtures" in page
 
 
 @needs("/usr/share/man/man2/fork.2.gz")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lwm.envs.real.web import CHROMIUM, WebEnv, parse_calls
+from lwm.envs.real.docsets import DOC_SETS
+from lwm.envs.real.web import CHROMIUM, SITES, START_PAGES, WebEnv, parse_calls
 
 pytest.importorskip("playwright")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed (make setup)")
@@ -66,6 +67,17 @@ def test_python_docs_are_served_at_their_public_url(env):
     env.reset()
     obs, *_ = env.step("goto('https://docs.python.org/3/library/json.html')")
     assert "URL: https://docs.python.org/3/library/json.html" in obs and "JSON encoder and decoder" in obs
+
+
+@pytest.mark.skipif(not DOC_SETS["flask-docs"].root.exists(), reason="python-flask-doc missing (setup)")
+def test_every_doc_set_starts_on_a_page_it_has_and_is_served_at_its_address(env):
+    for name, docset in DOC_SETS.items():
+        if docset.root.exists():
+            assert (docset.root / docset.start).is_file(), name
+            assert START_PAGES[name] == docset.url + docset.start and SITES[docset.url] == docset.root
+    env.reset()
+    obs, *_ = env.step("goto('https://flask.palletsprojects.com/en/stable/quickstart.html')")
+    assert "URL: https://flask.palletsprojects.com/en/stable/quickstart.html" in obs and "Quickstart" in obs
 
 
 def test_tabs(env):

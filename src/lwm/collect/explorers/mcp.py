@@ -10,6 +10,32 @@ from lwm.collect.explorers.base import BaseExplorer
 from lwm.registry import register
 
 SKIP_TOOLS = re.compile(r"sleep|long|wait|sampl|elicit|trigger|notification|zip", re.IGNORECASE)
+EXAMPLE_SHARE = 0.85
+"""How often a tool with examples below is called with one (filled in) rather than schema-drawn arguments."""
+
+
+def _examples(e: BaseExplorer) -> dict[str, list[dict[str, Any]]]:
+    """Arguments a real agent would send to tools whose free-text arguments a schema cannot suggest (SQL,
+    code): keyed by tool name, drawn fresh each call so values vary."""
+    word, n = e.word(), e.rng.randint(1, 99)
+    return {
+        "create_table": [{"query": f"CREATE TABLE IF NOT EXISTS {word}s (id INTEGER PRIMARY KEY, name TEXT, "
+                                   "qty INTEGER)"},
+                         {"query": "CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, name TEXT, price REAL)"}],
+        "write_query": [{"query": f"INSERT INTO items (name, price) VALUES ('{word}', {n}.5)"},
+                        {"query": f"UPDATE items SET price = price * 2 WHERE name = '{word}'"},
+                        {"query": f"DELETE FROM items WHERE price > {n}"}],
+        "read_query": [{"query": "SELECT * FROM items"}, {"query": "SELECT count(*) AS n, avg(price) FROM items"},
+                       {"query": f"SELECT name FROM items WHERE price < {n} ORDER BY price"},
+                       {"query": "SELECT name FROM sqlite_master WHERE type = 'table'"}],
+        "describe_table": [{"table_name": "items"}],
+        "run-code": [{"languageId": "python", "code": f"print(sum(range({n})))"},
+                     {"languageId": "python", "code": f"import json; print(json.dumps({{'{word}': {n}}}))"},
+                     {"languageId": "javascript", "code": f"console.log([{n}, 2, 3].map(x => x * 2))"},
+                     {"languageId": "javascript", "code": f"console.log('{word}'.toUpperCase())"},
+                     {"languageId": "shellscript", "code": f"echo {word}; ls; date +%Y"},
+                     {"languageId": "perl", "code": f"print join(',', 1..{n % 9 + 2}), \"\\n\";"}],
+    }
 
 
 @register("explorer", "mcp")
@@ -42,7 +68,11 @@ class MCPExplorer(BaseExplorer):
             return {"name": "list_tools", "arguments": {}}
         tool = self.rng.choice(tools)
         schema = tool.get("inputSchema") or tool.get("input_schema") or {}
-        args = self.value(schema, depth=0) if schema.get("properties") else {}
+        examples = _examples(self).get(tool["name"])
+        if examples and self.rng.random() < EXAMPLE_SHARE:
+            args = self.rng.choice(examples)
+        else:
+            args = self.value(schema, depth=0) if schema.get("properties") else {}
         if self.mistake():
             return self.pick([
                 (2, lambda: {"name": tool["name"], "arguments": {}}),  # required arguments missing

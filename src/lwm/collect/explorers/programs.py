@@ -22,7 +22,7 @@ Maker = Callable[[BaseExplorer], str]
 @dataclass(frozen=True)
 class Program:
     start: str | None
-    """Keystrokes that open the program (None: each action is a shell command)."""
+    """Keystrokes that open the program, or set up what a shell tool works on (None: nothing first)."""
     normal: tuple[Maker, ...]
     mistakes: tuple[Maker, ...]
 
@@ -118,6 +118,92 @@ PROGRAMS: dict[str, Program] = {
     ), (
         lambda e: f"man {e.word()}cmd",
         lambda e: "whatis nosuchcommand",
+    )),
+    "node": Program("node\n", (
+        lambda e: f"let {e.word()} = {_n(e)}",
+        lambda e: f"[{_n(e)}, {_n(e)}, {_n(e)}].map(x => x * 2)",
+        lambda e: f"'{e.word()}'.toUpperCase() + '-' + '{e.word()}'.length",
+        lambda e: f"JSON.stringify({{{e.word()}: {_n(e)}, list: [1, 2]}})",
+        lambda e: f"Math.max({_n(e)}, {_n(e)}) + Math.floor({_n(e)} / 7)",
+        lambda e: f"Object.keys({{a: 1, {e.word()}: 2}})",
+        lambda e: "typeof " + e.rng.choice(["1", "null", "[]", "undefined", "'x'"]),
+    ), (
+        lambda e: f"{e.word()}{_n(e)}.length",
+        lambda e: "JSON.parse('{bad')",
+        lambda e: f"null.{e.word()}",
+        lambda e: "let = 5",
+    )),
+    "perl": Program(None, (
+        lambda e: f"perl -e 'print join(\",\", map {{ $_ * $_ }} 1..{e.rng.randint(2, 8)}), \"\\n\"'",
+        lambda e: f"echo '{e.word()} {e.word()} {e.word()}' | perl -lane 'print scalar(@F), \" \", uc $F[0]'",
+        lambda e: f"perl -le 'print {_n(e)} ** 2 % {e.rng.randint(3, 17)}'",
+        lambda e: f"perl -le '%h = ({e.word()} => {_n(e)}, {e.word()} => {_n(e)}); print for sort keys %h'",
+        lambda e: f"echo '{e.word()}-{_n(e)}' | perl -pe 's/(\\d+)/<$1>/'",
+    ), (
+        lambda e: "perl -e 'print \"unclosed'",
+        lambda e: f"perl -Mstrict -e '${e.word()} = 1'",
+        lambda e: "perl -le 'die \"stopped\\n\"'",
+    )),
+    "sed": Program("printf 'alpha 1\\nbeta 22\\ngamma 333\\n' > s.txt && cat s.txt\n", (
+        lambda e: f"printf '{e.word()} {_n(e)}\\n{e.word()} {_n(e)}\\n{e.word()} {_n(e)}\\n' > s.txt && cat s.txt",
+        lambda e: "sed 's/[0-9]\\+/N/g' s.txt",
+        lambda e: "sed -n '2p' s.txt",
+        lambda e: f"sed '1i # {e.word()}' s.txt",
+        lambda e: "sed -E 's/^([a-z]+) ([0-9]+)$/\\2 \\1/' s.txt",
+        lambda e: f"sed -i 's/^/{e.word()}: /' s.txt && cat s.txt",
+    ), (
+        lambda e: "sed 's/a/b' s.txt",
+        lambda e: f"sed -n '1p' {e.word()}.txt",
+    )),
+    "ed": Program("ed -p '*' notes.txt\n", (
+        lambda e: f"a\n{e.word()} {_n(e)}\n{e.word()}\n.",
+        lambda e: ",p",
+        lambda e: ",n",
+        lambda e: "=",
+        lambda e: f"1s/$/ {e.word()}/",
+        lambda e: "$d",
+        lambda e: "w",
+    ), (
+        lambda e: f"{e.rng.randint(40, 90)}p",
+        lambda e: "s/nosuchtext/x/",
+        lambda e: "h",
+    )),
+    "tclsh": Program("tclsh\n", (
+        lambda e: f"set {e.word()} {_n(e)}",
+        lambda e: f"expr {{{_n(e)} * {_n(e)} + {_n(e)}}}",
+        lambda e: f"string toupper {e.word()}",
+        lambda e: f"llength [list {e.word()} {e.word()} {e.word()}]",
+        lambda e: f"lsort [list {e.word()} {e.word()} {e.word()}]",
+        lambda e: f"format %05.2f {_n(e)}.{_n(e)}",
+    ), (
+        lambda e: f"puts ${e.word()}",
+        lambda e: f"expr {{{_n(e)} / 0}}",
+        lambda e: f"{e.word()}cmd 1 2",
+    )),
+    "textutils": Program("printf '%s\\n' pear fig pear plum fig pear > w.txt && wc -l w.txt\n", (
+        lambda e: f"printf '%s\\n' {' '.join(e.word() for _ in range(6))} > w.txt && wc -l w.txt",
+        lambda e: "sort w.txt | uniq -c | sort -rn | head -n 5",
+        lambda e: "tr 'a-z' 'A-Z' < w.txt | head -n 4",
+        lambda e: f"echo '{e.word()}:{_n(e)}:{e.word()}' | cut -d: -f{e.rng.randint(1, 3)}",
+        lambda e: "nl w.txt | tail -n 3",
+        lambda e: f"seq {e.rng.randint(1, 5)} {e.rng.randint(6, 20)} | paste -sd+ | bc",
+        lambda e: "sort -r w.txt | head -n 3",
+    ), (
+        lambda e: f"sort {e.word()}.txt",
+        lambda e: "cut -f w.txt",
+        lambda e: "uniq --nosuchflag w.txt",
+    )),
+    "tar": Program("mkdir -p pkg && echo hello > pkg/readme.txt && tar czf pkg.tgz pkg && ls\n", (
+        lambda e: f"mkdir -p pkg && echo '{e.word()}' > pkg/{e.word()}.txt && ls pkg",
+        lambda e: "tar czf pkg.tgz pkg && ls -l pkg.tgz | cut -d' ' -f5-",
+        lambda e: "tar tzf pkg.tgz",
+        lambda e: "gzip -kf pkg.tgz 2>&1; ls",
+        lambda e: "mkdir -p out && tar xzf pkg.tgz -C out && find out -type f",
+        lambda e: "tar tvzf pkg.tgz | head -n 5",
+    ), (
+        lambda e: f"tar xzf {e.word()}.tgz",
+        lambda e: "tar czf",
+        lambda e: "gzip -d pkg",
     )),
 }
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ class MCPServer:
     cwd: str | None = None
     log: str | None = None
     """Where a stdio server's stderr goes (discarded by default)."""
+    limits: Limits | None = None
+    """The sandbox's limits for this server when they must differ from the environment's (node's WebAssembly
+    reserves more address space than the default 2 GiB cap allows)."""
 
     @property
     def label(self) -> str:
@@ -147,6 +150,8 @@ class MCPConnection:
 
 SANDBOX_WORKDIR = "/home/user/work"
 NPM_BIN = Path(__file__).parents[4] / "servers" / "mcp" / "node_modules" / ".bin"
+PYPI_BIN = Path(__file__).parents[4] / "servers" / "pypi" / ".venv" / "bin"
+"""PyPI servers pinned to an older mcp SDK than lwm's live in their own environment (servers/pypi)."""
 PRESETS: dict[str, MCPServer] = {
     "memory": MCPServer(str(NPM_BIN / "mcp-server-memory"), env={"MEMORY_FILE_PATH": "{workdir}/memory.jsonl"}),
     "filesystem": MCPServer(str(NPM_BIN / "mcp-server-filesystem"), ("{workdir}",)),
@@ -155,6 +160,9 @@ PRESETS: dict[str, MCPServer] = {
     "git": MCPServer("mcp-server-git", ("--repository", "{workdir}")),
     "sequential-thinking": MCPServer(str(NPM_BIN / "mcp-server-sequential-thinking"),
                                      env={"DISABLE_THOUGHT_LOGGING": "true"}),
+    "sqlite": MCPServer(str(PYPI_BIN / "mcp-server-sqlite"), ("--db-path", "{workdir}/shop.db")),
+    "code-runner": MCPServer(str(NPM_BIN / "mcp-server-code-runner"),
+                             limits=replace(DEFAULT_LIMITS, memory_mb=None)),
 }
 """Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder."""
 
@@ -194,7 +202,7 @@ class MCPEnv(TextEnv):
         command = shutil.which(server.command or "") or server.command or ""
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
         self._sandbox = Sandbox(self.workdir, env={"PATH": path, **server.env}, mount_at=SANDBOX_WORKDIR,
-                                limits=self.limits)
+                                limits=self.server.limits or self.limits)
         argv = self._sandbox.argv(command, *server.args)
         return MCPServer(argv[0], tuple(argv[1:]), None, {}, str(self.workdir), server.log)
 

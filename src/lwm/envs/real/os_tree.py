@@ -45,7 +45,7 @@ def walk(node, depth, out):
 def main():
     out = []
     for app in pyatspi.Registry.getDesktop(0):
-        if app is not None:
+        if app is not None and app.childCount:  # a windowless service (a D-Bus-started portal) is not on screen
             try:
                 walk(app, 0, out)
             except Exception as exc:  # an application that went away mid-walk

@@ -1,10 +1,11 @@
 """Real document collections from Debian packages, for the local search engine.
 
-Each source yields documents with the page's canonical public URL where one exists: the Python docs
-(``python3-doc``) as docs.python.org pages, the Linux man-pages project (``manpages``, ``manpages-dev``:
-sections 2-7) as man7.org pages, and dictd databases
-(``dict-foldoc``, ``dict-jargon``, ``dict-wn``, ``dict-gcide``) as dict.org lookups. The text kept for
-indexing is plain; ``markdown`` renders one page for ``web_extractor`` on demand.
+Each source yields documents with the page's canonical public URL where one exists: each Sphinx-built
+documentation set of ``lwm.envs.real.docsets`` (the Python docs, Flask, pytest, ...) at its public address,
+one source each so that ``lwm data split --by source`` can hold a corpus out; the Linux man-pages project
+(``manpages``, ``manpages-dev``: sections 2-7) as man7.org pages; and dictd databases (``dict-foldoc``,
+``dict-jargon``, ``dict-wn``, ``dict-gcide``) as dict.org lookups. The text kept for indexing is plain;
+``markdown`` renders one page for ``web_extractor`` on demand.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-PYTHON_HTML = Path("/usr/share/doc/python3/html")
+from lwm.envs.real.docsets import DOC_SETS
+
 MAN_ROOT = Path("/usr/share/man")
 DICT_ROOT = Path("/usr/share/dictd")
 DICT_URL = "https://www.dict.org/bin/Dict?Form=Dict2&Database={db}&Query={word}"
-SOURCES = ("python-docs", "man", "foldoc", "jargon", "wn", "gcide")
+SPHINX_SETS = tuple(name for name, docset in DOC_SETS.items() if docset.sphinx)
+SOURCES = (*SPHINX_SETS, "man", "foldoc", "jargon", "wn", "gcide")
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,15 @@ def page_text(page: str) -> tuple[str, str]:
     return title, re.sub(r"\s+", " ", text).strip()
 
 
-def python_docs(root: Path = PYTHON_HTML, limit: int | None = None) -> Iterator[Document]:
-    pages = sorted(p for p in root.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts)
+def sphinx_docs(name: str, limit: int | None = None) -> Iterator[Document]:
+    """The pages of a Sphinx-built documentation set (lwm.envs.real.docsets), at their public URLs."""
+    docset = DOC_SETS[name]
+    pages = sorted(p for p in docset.root.rglob("*.html")
+                   if not {"_static", "_sources", "_modules"} & set(p.parts))
     for path in pages[:limit]:
         title, text = page_text(path.read_text(errors="replace"))
-        title = re.sub(r"\s+—\s+Python.*$", "", title).strip() or path.stem
-        url = "https://docs.python.org/3/" + path.relative_to(root).as_posix()
-        yield Document(url, title, text, "python-docs", str(path))
+        title = re.sub(r"\s+—\s+[^—]*$", "", title).strip() or path.stem  # " — Python 3.11 documentation"
+        yield Document(docset.url + path.relative_to(docset.root).as_posix(), title, text, name, str(path))
 
 
 _ROFF_FONT = re.compile(r"\\f(\[[^\]]*\]|\(..|.)")
@@ -142,8 +147,8 @@ def dict_entries(db: str, root: Path = DICT_ROOT, limit: int | None = None) -> I
 def load_sources(sources: tuple[str, ...], limit_per_source: int | None = None) -> list[Document]:
     docs: list[Document] = []
     for source in sources:
-        if source == "python-docs":
-            docs += python_docs(limit=limit_per_source) if PYTHON_HTML.exists() else []
+        if source in SPHINX_SETS:
+            docs += sphinx_docs(source, limit_per_source) if DOC_SETS[source].root.exists() else []
         elif source == "man":
             docs += man_pages(limit=limit_per_source)
         elif source in ("foldoc", "jargon", "wn", "gcide"):
@@ -155,7 +160,7 @@ def load_sources(sources: tuple[str, ...], limit_per_source: int | None = None) 
 
 def markdown(doc: Document) -> str:
     """The page as Markdown, as a web extractor would return it."""
-    if doc.source == "python-docs" and doc.path:
+    if doc.source in SPHINX_SETS and doc.path:
         from markdownify import markdownify
 
         page = Path(doc.path).read_text(errors="replace")

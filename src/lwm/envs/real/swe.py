@@ -92,7 +92,8 @@ class SWEEnv(TextEnv):
         super().__init__("swe", (context or Context()).model_copy(update={"tools": TOOLS}), render_mode)
 
     def provenance(self) -> Provenance:
-        return Provenance(source="real", environment=f"swe:{self.project.name}", extra={"tools": len(TOOLS)})
+        name = self.project.name.removesuffix(".tar.gz")  # an sdist is named for its project and version
+        return Provenance(source="real", environment=f"swe:{name}", extra={"tools": len(TOOLS)})
 
     # --- lifecycle -----------------------------------------------------------------------------
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:

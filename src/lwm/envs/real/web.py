@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
+from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.process import Reaper
 from lwm.envs.real.sandbox import Limits, Sandbox, bwrap_path
 from lwm.registry import register
@@ -35,20 +36,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SITES = {
     "http://shop.lwm.test/": Path(__file__).parent / "sites",
     # Documentation sets Debian ships (scripts/setup.sh installs them), each at its public address.
-    "https://docs.python.org/3/": Path("/usr/share/doc/python3/html"),
-    "https://git-scm.com/docs/": Path("/usr/share/doc/git-doc"),
-    "https://www.sqlite.org/": Path("/usr/share/doc/sqlite3"),
-    "https://www.gnu.org/software/bash/manual/": Path("/usr/share/doc/bash"),
-    "https://www.debian.org/doc/manuals/debian-reference/": Path("/usr/share/debian-reference"),
+    **{doc.url: doc.root for doc in DOC_SETS.values()},
 }
-START_PAGES = {
-    "shop": "http://shop.lwm.test/index.html",
-    "python-docs": "https://docs.python.org/3/index.html",
-    "git-docs": "https://git-scm.com/docs/git.html",
-    "sqlite-docs": "https://www.sqlite.org/index.html",
-    "bash-manual": "https://www.gnu.org/software/bash/manual/bashref.html",
-    "debian-reference": "https://www.debian.org/doc/manuals/debian-reference/index.en.html",
-}
+START_PAGES = {"shop": "http://shop.lwm.test/index.html",
+               **{name: doc.url + doc.start for name, doc in DOC_SETS.items()}}
 """Where an episode on each local site starts (``lwm collect --env-option start_url=...``)."""
 START_URL = "http://shop.lwm.test/index.html"
 MAX_TREE = 20_000

@@ -1,0 +1,46 @@
+"""HTML documentation sets Debian ships, each at the public address it is read at.
+
+One table for both domains that use them: the web environment serves each folder at its URL (a browser
+walks the real pages), and the search environment indexes the Sphinx-built ones as corpora of their own
+(``sources=["flask-docs"]``). ``scripts/setup.sh`` installs the packages; a set whose folder is missing is
+simply not available.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class DocSet:
+    url: str
+    """The public address the folder is served at (ends with /)."""
+    root: Path
+    start: str = "index.html"
+    """The page an episode starts on, relative to ``url``."""
+    sphinx: bool = False
+    """Built by Sphinx: the main text sits in ``<div class="body" role="main">`` (search indexes these)."""
+
+
+DOC = Path("/usr/share/doc")
+DOC_SETS: dict[str, DocSet] = {
+    "python-docs": DocSet("https://docs.python.org/3/", DOC / "python3/html", sphinx=True),
+    "git-docs": DocSet("https://git-scm.com/docs/", DOC / "git-doc", "git.html"),
+    "sqlite-docs": DocSet("https://www.sqlite.org/", DOC / "sqlite3"),
+    "bash-manual": DocSet("https://www.gnu.org/software/bash/manual/", DOC / "bash", "bashref.html"),
+    "debian-reference": DocSet("https://www.debian.org/doc/manuals/debian-reference/",
+                               Path("/usr/share/debian-reference"), "index.en.html"),
+    "flask-docs": DocSet("https://flask.palletsprojects.com/en/stable/", DOC / "python-flask-doc/html", sphinx=True),
+    "jinja-docs": DocSet("https://jinja.palletsprojects.com/en/stable/", DOC / "python-jinja2-doc/html", sphinx=True),
+    "click-docs": DocSet("https://click.palletsprojects.com/en/stable/", DOC / "python-click-doc/html", sphinx=True),
+    "werkzeug-docs": DocSet("https://werkzeug.palletsprojects.com/en/stable/", DOC / "python-werkzeug-doc/html",
+                            sphinx=True),
+    "requests-docs": DocSet("https://requests.readthedocs.io/en/latest/", DOC / "python-requests-doc/html",
+                            sphinx=True),
+    "attrs-docs": DocSet("https://www.attrs.org/en/stable/", DOC / "python-attr-doc/html", sphinx=True),
+    "pytest-docs": DocSet("https://docs.pytest.org/en/stable/", DOC / "python-pytest-doc/html", sphinx=True),
+    "pygments-docs": DocSet("https://pygments.org/", DOC / "python-pygments-doc/html", sphinx=True),
+    "markdown-docs": DocSet("https://python-markdown.github.io/", DOC / "python-markdown-doc/docs"),
+    "apache-httpd-docs": DocSet("https://httpd.apache.org/docs/2.4/", DOC / "apache2-doc/manual/en"),
+}
