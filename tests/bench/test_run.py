@@ -121,6 +121,40 @@ def test_llm_judge_through_the_scripted_server(data, tmp_path):
     assert "Overall" in scores.output
 
 
+def test_an_llm_judge_also_judges_copy_last_so_the_report_shows_skill(data, tmp_path):
+    """The judge gives 4 to the model's answers and 2 to anything else (copy-last's): skill is exactly the
+    difference, on the samples past their first turn; --no-floor leaves it out (no extra judge calls)."""
+    def judge_answer(messages):
+        seen = messages[-1]["content"]
+        score = 4 if "mock observation" in seen else 2
+        dims = ", ".join(f'"{d}": {score}' for d in ("format", "factuality", "consistency", "realism", "quality"))
+        return f'<final_evaluation>{{"scores": {{{dims}}}}}</final_evaluation>'
+
+    out = tmp_path / "run"
+    runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "mock"])
+    with ScriptedServer(judge_answer) as server:
+        args = ["bench", "judge", "--out", str(out), "--judge", "openai:judge", "--base-url", server.base_url]
+        result = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        past_first = sum(1 for s in load_samples(data) if s.turn_idx > 1)
+        assert len(server.requests) == 18 + past_first
+        assert len(judgements(out / "copy-last").by_id()) == past_first
+        runner.invoke(app, args)  # resumed: nothing judged twice
+        assert len(server.requests) == 18 + past_first
+    runner.invoke(app, ["bench", "score", "--out", str(out)])
+    skill = json.loads((out / "scores.json").read_text())["skill_over_copy_last"]
+    assert skill["overall"]["samples"] == past_first and skill["overall"]["skill"] == pytest.approx(50.0)
+
+    other = tmp_path / "no-floor"
+    runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(other), "--model", "mock"])
+    with ScriptedServer(judge_answer) as server:
+        runner.invoke(app, ["bench", "judge", "--out", str(other), "--judge", "openai:judge", "--base-url",
+                            server.base_url, "--no-floor"])
+        assert len(server.requests) == 18
+    runner.invoke(app, ["bench", "score", "--out", str(other)])
+    assert "skill_over_copy_last" not in json.loads((other / "scores.json").read_text())
+
+
 @pytest.mark.slow
 def test_a_killed_inference_resumes_without_redoing_or_losing_samples(data, tmp_path):
     out = tmp_path / "run"

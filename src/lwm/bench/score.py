@@ -139,7 +139,7 @@ def paired_table(paired: dict[str, Any], names: tuple[str, str]) -> Table:
 
 
 def skill_table(skill: dict[str, Any]) -> Table:
-    table = Table(title="skill over copy-last (rule judge, turns 2+: the previous real observation as the answer)")
+    table = Table(title="skill over copy-last (turns 2+: the previous real observation as the answer, judged alike)")
     for col in ("domain", "samples", "model", "copy-last", "skill"):
         table.add_column(col, justify="left" if col == "domain" else "right")
     rows = [*skill["domains"].items(), *([("Overall", skill["overall"])] if skill["overall"] else [])]

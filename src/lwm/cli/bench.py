@@ -46,6 +46,7 @@ from lwm.cli.simulate import fail
 from lwm.data import read_trajectories
 from lwm.data.jsonl import JsonlFile
 from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, holds_rows, pin, read_run, set_aside, update_run
+from lwm.worldmodel import WorldModel
 
 bench_app = typer.Typer(help="AgentWorldBench-compatible benchmark.", no_args_is_help=True)
 console = Console()
@@ -65,6 +66,10 @@ JudgeTemperature = Annotated[float | None, typer.Option(help="The judge's temper
                                                         "protocol's).")]
 JudgeRetries = Annotated[int | None, typer.Option(help="Attempts at a parsable verdict (default 3, or the "
                                                   "protocol's).")]
+Floor = Annotated[bool | None, typer.Option("--floor/--no-floor", help="With an LLM judge, also judge copy-last's "
+                                                 "answers (turns 2+; at most as many judge calls again) so the report "
+                                                 "shows skill over copy-last. Default on, off with --protocol (whose "
+                                                 "script sends no such requests). The rule judge always shows it.")]
 Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files, or one file.")]
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
 Judge = Annotated[str, typer.Option("--judge", help="'rules' (no model) or a model spec for an LLM judge.")]
@@ -72,6 +77,8 @@ Limit = Annotated[int | None, typer.Option(help="Only the first N samples of eac
 ForceNew = Annotated[bool, typer.Option("--force-new", help="Start over in --out: the earlier run's files move to "
                                                             "OUT/previous-<time>/ (nothing is deleted).")]
 REPORT = "report.html"
+FLOOR = "copy-last"
+"""Subfolder where an LLM judge's verdicts on copy-last's answers go (the floor the skill column reads)."""
 AUTO = 0
 BUDGET_HELP = ("Most tokens in one answer; 0 sizes it per domain from the data's real observations (95th "
                "percentile plus a quarter, at most half the model's window); with --protocol, 0 is the protocol's "
@@ -223,6 +230,8 @@ class JudgeOptions:
     temperature: float | None = None
     retries: int | None = None
     prompts_dir: Path | None = None
+    floor: bool = True
+    """LLM judges: also judge copy-last's answers (turns 2+), for the skill column."""
 
     def scorer(self, protocol: PublishedProtocol | None) -> tuple[Scorer, dict[str, Any]]:
         """The scorer and the settings a resume must match."""
@@ -251,6 +260,26 @@ def _judge(samples: dict[str, BenchSample], out: Path, options: JudgeOptions, co
     _run_stage(out, "judge", out / JUDGED, len(pending_judging(out)),
                lambda tick: judge(samples, out, scorer, concurrency, tick))
     console.print(f"judgements in {out / JUDGED}")
+    if options.spec != "rules" and options.floor:
+        _judge_floor(samples, out / FLOOR, scorer, settings, concurrency, force_new)
+
+
+def _judge_floor(samples: dict[str, BenchSample], floor: Path, scorer: Scorer, settings: dict[str, Any],
+                 concurrency: int, force_new: bool) -> None:
+    """An LLM judge's floor: copy-last's answers to the same samples past their first turn, judged by the same
+    judge in a run folder of their own (resumable like any run), so the report can say what the model adds
+    over repeating the previous observation. The rule judge needs none of this (its floor costs nothing)."""
+    chosen = {key: s for key, s in samples.items() if s.turn_idx > 1 and s.history}
+    if not chosen:
+        return
+    files = [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE]
+    _start(floor, "infer", {"model": "copy-last"}, floor / PREDICTIONS, force_new, files)
+    asyncio.run(run_infer(list(chosen.values()), WorldModel("copy-last", cache=False), floor, concurrency))
+    _start(floor, "judge", settings, floor / JUDGED, force_new, [JUDGED])
+    console.print(f"judging copy-last's answers to the {len(chosen)} samples past their first turn, in {floor} "
+                  "(the floor for skill over copy-last; --no-floor skips it)")
+    _run_stage(floor, "judge", floor / JUDGED, len(pending_judging(floor)),
+               lambda tick: judge(chosen, floor, scorer, concurrency, tick))
 
 
 def judge_protocol(run: dict[str, Any]) -> str:
@@ -273,6 +302,9 @@ def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[st
               "by --predictions)", "run": run}
     if samples is not None and (run.get("judge") or {}).get("judge") == "rules":
         scores["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
+    elif floor := {key: row["total_score"] for key, row in _judged_rows(out / FLOOR).items()
+                   if row.get("total_score") and not row.get("failed")}:
+        scores["skill_over_copy_last"] = skill_over(rows, floor)
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
     console.print(score_table(scores))
@@ -315,7 +347,7 @@ def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None
               judge_max_tokens: JudgeMaxTokens = None,
               judge_temperature: JudgeTemperature = None, judge_retries: JudgeRetries = None,
               concurrency: Concurrency = 16, prompts_dir: o.PromptsDir = None, protocol: Protocol = None,
-              force_new: ForceNew = False) -> None:
+              floor: Floor = None, force_new: ForceNew = False) -> None:
     """Score every prediction with rules or an LLM judge (resumes: judged samples are kept, if the judge is
     the one recorded; a sample predicted again since it was judged is judged again)."""
     if predictions_file is not None:
@@ -328,7 +360,7 @@ def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None
             raise typer.BadParameter("no --data given and none recorded by infer in this run folder")
         samples = _samples(source)
     options = JudgeOptions(judge_spec, base_url, api_key, judge_max_tokens, judge_temperature, judge_retries,
-                           prompts_dir)
+                           prompts_dir, floor if floor is not None else protocol is None)
     _judge({s.key: s for s in samples}, out, options, concurrency, _protocol(protocol), force_new)
 
 
@@ -355,12 +387,14 @@ def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Conc
             prompts_dir: o.PromptsDir = None, limit: Limit = None, protocol: Protocol = None,
             judge_base_url: JudgeBaseUrl = None, judge_api_key: JudgeApiKey = None,
             judge_max_tokens: JudgeMaxTokens = None, judge_temperature: JudgeTemperature = None,
-            judge_retries: JudgeRetries = None, force_new: ForceNew = False, *, options: o.ModelOptions) -> None:
+            judge_retries: JudgeRetries = None, floor: Floor = None, force_new: ForceNew = False, *,
+            options: o.ModelOptions) -> None:
     """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
     published = _protocol(protocol)
     by_key = {s.key: s for s in _infer(data, limit, out, options, concurrency, force_new, published)}
     judging = JudgeOptions(judge_spec, judge_base_url or options.base_url, judge_api_key or options.api_key,
-                           judge_max_tokens, judge_temperature, judge_retries, prompts_dir)
+                           judge_max_tokens, judge_temperature, judge_retries, prompts_dir,
+                           floor if floor is not None else protocol is None)
     _judge(by_key, out, judging, concurrency, published)
     _score(out, by_key)
 
