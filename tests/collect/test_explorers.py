@@ -59,19 +59,46 @@ def test_mcp_explorer_fills_arguments_from_the_schema_and_earlier_results():
     assert all(c["arguments"].get("mode", "fast") in {"fast", "slow"} for c in calls)
 
 
-def test_mcp_explorer_sends_what_an_agent_would_where_a_schema_says_only_string():
-    """A code runner's schema says `code: string`; a random word there is an error no agent makes."""
+TIME_TOOLS = [
+    {"name": "get_current_time", "inputSchema": {"type": "object", "required": ["timezone"],
+                                                 "properties": {"timezone": {"type": "string"}}}},
+    {"name": "convert_time", "inputSchema": {"type": "object", "required": ["source_timezone", "time", "target_timezone"],
+                                             "properties": {k: {"type": "string"} for k in ("source_timezone", "time",
+                                                                                           "target_timezone")}}}]
+
+
+def test_the_plain_mcp_explorer_is_unchanged_so_corpus_v1_collects_as_before():
+    """A golden sequence (the explorer as corpus-v1 was collected with): random words where the schema says
+    string, deliberate mistakes included. The agent-like explorer is a separate one."""
     from lwm.collect.explorers.mcp import MCPExplorer
+
+    e = MCPExplorer(mistake_rate=0.15)
+    e.start(random.Random(11), Context(tools=TIME_TOOLS), "")
+    assert [e.act("") for _ in range(4)] == [
+        {"name": "convert_time", "arguments": {"source_timezone": "index", "time": "backup",
+                                               "target_timezone": "sample_9"}},
+        {"name": "get_current_time_v2", "arguments": {"timezone": "delta"}},
+        {"name": "get_current_time", "arguments": {"timezone": "log"}},
+        {"name": "get_current_time", "arguments": {}}]
+
+
+def test_the_agent_like_mcp_explorer_sends_what_an_agent_would_where_a_schema_says_only_string():
+    """A code runner's schema says `code: string`, a time server's `timezone: string`; a random word there is
+    an error no agent makes."""
+    from lwm.collect.explorers.mcp import TIMEZONES, AgentLikeMCPExplorer
 
     tools = [{"name": "run-code", "inputSchema": {"type": "object", "required": ["code", "languageId"], "properties": {
         "code": {"type": "string"}, "languageId": {"enum": ["javascript", "python", "ocaml", "swift"]}}}}]
-    e = MCPExplorer(mistake_rate=0.0)
+    e = AgentLikeMCPExplorer(mistake_rate=0.0)
     e.start(random.Random(5), Context(tools=tools), "")
     calls = [e.act("")["arguments"] for _ in range(200)]
     runnable = [c for c in calls if c["languageId"] in ("python", "javascript", "shellscript", "perl")
                 and any(word in c["code"] for word in ("print", "console.log", "echo"))]
     assert 0.75 < len(runnable) / len(calls) < 0.95  # mostly real code; schema-drawn calls stay a minority
     assert len({c["code"] for c in runnable}) > 20  # the examples vary
+    e.start(random.Random(5), Context(tools=TIME_TOOLS), "")
+    zones = [v for c in (e.act("") for _ in range(100)) for k, v in c["arguments"].items() if "timezone" in k]
+    assert sum(z in TIMEZONES for z in zones) / len(zones) > 0.75
 
 
 def test_search_explorer_opens_urls_it_has_seen():

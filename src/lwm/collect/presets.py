@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +43,21 @@ CORPUS_V1 = [  # six runnable domains, >= 35 trajectories each: 300 trajectories
     Part("web", 40, 10),
     Part("os", 35, 8),
 ]
+AGENT_LIKE = ("filesystem", "time", "git")
+"""corpus-v1's MCP parts that corpus-v2 collects again with the agent-like explorer."""
 PRESETS: dict[str, list[Part]] = {
     "corpus-v1": CORPUS_V1,
     # corpus-v1 plus more environments, counted in sources (lwm data stats): one terminal program per part, one
     # documentation site per web part (Debian's HTML docs at their public addresses). Work in progress toward
     # an order of magnitude more sources than corpus-v1 (docs/collection.md).
     "corpus-v2": [
-        *[p for p in CORPUS_V1 if p.domain not in ("web", "search")],
+        *[p for p in CORPUS_V1 if p.domain not in ("web", "search") and p.tag not in AGENT_LIKE],
         Part("mcp", 10, 8, {"preset": "sequential-thinking"}, "sequential-thinking"),
-        Part("mcp", 10, 8, {"preset": "sqlite"}, "sqlite"),
-        Part("mcp", 10, 8, {"preset": "code-runner"}, "code-runner"),
+        # servers whose arguments a schema cannot suggest get agent-like calls (corpus-v1's random words made
+        # every time and git call an error)
+        *[replace(p, policy="explorer:mcp-agent") for p in CORPUS_V1 if p.tag in AGENT_LIKE],
+        Part("mcp", 10, 8, {"preset": "sqlite"}, "sqlite", "explorer:mcp-agent"),
+        Part("mcp", 10, 8, {"preset": "code-runner"}, "code-runner", "explorer:mcp-agent"),
         *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
         *[Part("web", 8, 8, {"start_url": url}, site, "explorer:web-site") for site, url in START_PAGES.items()],
         # one corpus per search part (corpus-v1's search mixed four), so a corpus can be held out whole

@@ -12,11 +12,14 @@ from lwm.registry import register
 SKIP_TOOLS = re.compile(r"sleep|long|wait|sampl|elicit|trigger|notification|zip", re.IGNORECASE)
 EXAMPLE_SHARE = 0.85
 """How often a tool with examples below is called with one (filled in) rather than schema-drawn arguments."""
+TIMEZONES = ("UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Sao_Paulo")
+REPO = "/home/user/work"
+"""The episode's folder as the sandbox mounts it: the git server's repository, the filesystem server's root."""
 
 
 def _examples(e: BaseExplorer) -> dict[str, list[dict[str, Any]]]:
-    """Arguments a real agent would send to tools whose free-text arguments a schema cannot suggest (SQL,
-    code): keyed by tool name, drawn fresh each call so values vary."""
+    """Arguments a real agent would send to tools whose arguments a schema cannot suggest (SQL, code, a time
+    zone, a path in the server's folder): keyed by tool name, drawn fresh each call so values vary."""
     word, n = e.word(), e.rng.randint(1, 99)
     return {
         "create_table": [{"query": f"CREATE TABLE IF NOT EXISTS {word}s (id INTEGER PRIMARY KEY, name TEXT, "
@@ -35,6 +38,28 @@ def _examples(e: BaseExplorer) -> dict[str, list[dict[str, Any]]]:
                      {"languageId": "javascript", "code": f"console.log('{word}'.toUpperCase())"},
                      {"languageId": "shellscript", "code": f"echo {word}; ls; date +%Y"},
                      {"languageId": "perl", "code": f"print join(',', 1..{n % 9 + 2}), \"\\n\";"}],
+        "get_current_time": [{"timezone": zone} for zone in TIMEZONES],
+        "convert_time": [{"source_timezone": TIMEZONES[n % 6], "time": f"{n % 24:02d}:{n % 60:02d}",
+                          "target_timezone": TIMEZONES[(n + 1 + n // 7) % 6]}],
+        **{name: [{"repo_path": REPO}] for name in ("git_status", "git_diff_unstaged", "git_diff_staged",
+                                                    "git_branch", "git_log")},
+        "git_diff": [{"repo_path": REPO, "target": "HEAD"}, {"repo_path": REPO, "target": "main"}],
+        "git_show": [{"repo_path": REPO, "revision": "HEAD"}],
+        "git_add": [{"repo_path": REPO, "files": ["notes.txt"]}, {"repo_path": REPO, "files": ["app.py", "notes.txt"]}],
+        "git_commit": [{"repo_path": REPO, "message": f"Update {word} notes"}],
+        "git_create_branch": [{"repo_path": REPO, "branch_name": f"{word}-{n}"}],
+        "git_checkout": [{"repo_path": REPO, "branch_name": "main"}],
+        "git_reset": [{"repo_path": REPO}],
+        "write_file": [{"path": f"{REPO}/{word}.txt", "content": f"{word} {n}\n"},
+                       {"path": f"{REPO}/notes.md", "content": f"# Notes\n\n- todo: {word}\n"}],
+        **{name: [{"path": f"{REPO}/notes.md"}, {"path": f"{REPO}/{word}.txt"}] for name in ("read_file",
+                                                                                          "read_text_file")},
+        **{name: [{"path": REPO}] for name in ("list_directory", "list_directory_with_sizes", "directory_tree",
+                                               "get_file_info")},
+        "create_directory": [{"path": f"{REPO}/{word}"}],
+        "search_files": [{"path": REPO, "pattern": "*.txt"}, {"path": REPO, "pattern": word}],
+        "move_file": [{"source": f"{REPO}/notes.md", "destination": f"{REPO}/{word}.md"}],
+        "edit_file": [{"path": f"{REPO}/notes.md", "edits": [{"oldText": "todo", "newText": "done"}]}],
     }
 
 
@@ -67,12 +92,7 @@ class MCPExplorer(BaseExplorer):
         if not tools:
             return {"name": "list_tools", "arguments": {}}
         tool = self.rng.choice(tools)
-        schema = tool.get("inputSchema") or tool.get("input_schema") or {}
-        examples = _examples(self).get(tool["name"])
-        if examples and self.rng.random() < EXAMPLE_SHARE:
-            args = self.rng.choice(examples)
-        else:
-            args = self.value(schema, depth=0) if schema.get("properties") else {}
+        args = self.arguments(tool)
         if self.mistake():
             return self.pick([
                 (2, lambda: {"name": tool["name"], "arguments": {}}),  # required arguments missing
@@ -80,6 +100,10 @@ class MCPExplorer(BaseExplorer):
                 (2, lambda: {"name": tool["name"], "arguments": {k: 12345 for k in args} or {"x": 1}}),  # wrong types
             ])
         return {"name": tool["name"], "arguments": args}
+
+    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        schema = tool.get("inputSchema") or tool.get("input_schema") or {}
+        return self.value(schema, depth=0) if schema.get("properties") else {}
 
     def text(self) -> str:
         if self.seen and self.rng.random() < 0.6:
@@ -110,6 +134,23 @@ class MCPExplorer(BaseExplorer):
         if kind == "boolean":
             return self.rng.random() < 0.5
         return self.text()
+
+
+@register("explorer", "mcp-agent")
+class AgentLikeMCPExplorer(MCPExplorer):
+    """Mostly the calls an agent would make where the schema cannot say what a sensible value is (SQL, code, a
+    time zone, a path in the server's folder): corpus-v1's schema explorer sent random words there, so whole
+    servers answered (almost) nothing but errors (time and git 100%, filesystem 74%). corpus-v2's MCP parts
+    use this one (``explorer:mcp-agent``); the plain ``mcp`` explorer stays as it was, so corpus-v1 is
+    collected exactly as before."""
+
+    name = "mcp-agent-v1"
+
+    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        examples = _examples(self).get(tool["name"])  # drawn for every call, so each call draws the same
+        if examples and self.rng.random() < EXAMPLE_SHARE:
+            return self.rng.choice(examples)
+        return super().arguments(tool)
 
 
 def _strings(value: Any) -> list[str]:
