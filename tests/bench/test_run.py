@@ -144,6 +144,11 @@ def test_an_llm_judge_also_judges_copy_last_so_the_report_shows_skill(data, tmp_
     runner.invoke(app, ["bench", "score", "--out", str(out)])
     skill = json.loads((out / "scores.json").read_text())["skill_over_copy_last"]
     assert skill["overall"]["samples"] == past_first and skill["overall"]["skill"] == pytest.approx(50.0)
+    floor_run = json.loads((out / "copy-last" / "run.json").read_text())  # as if judged by another judge
+    (out / "copy-last" / "run.json").write_text(json.dumps({**floor_run, "judge": {**floor_run["judge"],
+                                                                                   "temperature": 1.5}}))
+    runner.invoke(app, ["bench", "score", "--out", str(out)])
+    assert "skill_over_copy_last" not in json.loads((out / "scores.json").read_text())
 
     other = tmp_path / "no-floor"
     runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(other), "--model", "mock"])

@@ -302,8 +302,9 @@ def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[st
               "by --predictions)", "run": run}
     if samples is not None and (run.get("judge") or {}).get("judge") == "rules":
         scores["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
-    elif floor := {key: row["total_score"] for key, row in _judged_rows(out / FLOOR).items()
-                   if row.get("total_score") and not row.get("failed")}:
+    elif _same_judge(run, read_run(out / FLOOR)) and (floor := {
+            key: row["total_score"] for key, row in _judged_rows(out / FLOOR).items()
+            if row.get("total_score") and not row.get("failed")}):
         scores["skill_over_copy_last"] = skill_over(rows, floor)
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
@@ -313,6 +314,14 @@ def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[st
     console.print(f"judge protocol: {scores['judge_protocol']}")
     if samples is not None:
         console.print(f"report: {write_report(out / REPORT, scores, rows, samples)}")
+
+
+def _same_judge(run: dict[str, Any], floor_run: dict[str, Any]) -> bool:
+    """Whether copy-last's answers were judged with the run's judge settings (a re-judged run's floor from an
+    earlier judge is not its floor)."""
+    def settings(r: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in (r.get("judge") or {}).items() if k not in ("lwm", "started", "finished")}
+    return bool(settings(floor_run)) and settings(floor_run) == settings(run)
 
 
 def _recorded_data(out: Path, data: Path | None) -> Path | None:

@@ -12,8 +12,11 @@ from lwm.envs.real.search_corpus import SOURCES
 from lwm.envs.real.web import START_PAGES
 
 SEARCH_CORPORA = [name for name in SOURCES if name not in ("wn", "gcide")]  # setup.sh installs the rest
-SWE_SDISTS = sorted((Path(__file__).parents[3] / "servers" / "swe" / "sdists").glob("*.tar.gz"))
-"""Real libraries' source distributions (servers/swe/projects.txt; scripts/setup.sh downloads them)."""
+SWE_DIR = Path(__file__).parents[3] / "servers" / "swe"
+SWE_SDISTS = [SWE_DIR / "sdists" / f"{line.replace('==', '-')}.tar.gz"
+              for line in (SWE_DIR / "projects.txt").read_text().split() if "==" in line]
+"""Real libraries' source distributions, as pinned in servers/swe/projects.txt (scripts/setup.sh downloads
+them; an episode on one that is missing fails with "SWE project not found")."""
 OS_APPS = ["galculator", "gucharmap", "gnumeric", "abiword", "gtk3-widget-factory"]  # beside corpus-v1's mousepad
 
 

@@ -147,7 +147,9 @@ class AgentLikeMCPExplorer(MCPExplorer):
     name = "mcp-agent-v1"
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
-        examples = _examples(self).get(tool["name"])  # drawn for every call, so each call draws the same
+        # the examples (and their random values) are drawn on every call, examples or not, so the random
+        # sequence, and what corpus-v2 recorded with it, do not depend on which tools a server has
+        examples = _examples(self).get(tool["name"])
         if examples and self.rng.random() < EXAMPLE_SHARE:
             return self.rng.choice(examples)
         return super().arguments(tool)
