@@ -20,7 +20,10 @@ for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium li
            git-doc sqlite3-doc bash-doc debian-reference-en sqlite3 jq bc \
            python-flask-doc python-jinja2-doc python-click-doc python-werkzeug-doc python-requests-doc \
            python-attr-doc python-pytest-doc python-pygments-doc python-markdown-doc apache2-doc \
-           gtk-3-examples gucharmap gnumeric abiword; do
+           gtk-3-examples gucharmap gnumeric abiword dc units lua5.4 ruby \
+           sphinx-doc cmake-doc python-babel-doc python-setuptools-doc python-itsdangerous-doc python-webob-doc \
+           python-tornado-doc python-cryptography-doc python-scrapy-doc python-django-doc python-sqlalchemy-doc \
+           nodejs-doc vim-doc zsh-doc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -52,3 +52,15 @@ def test_a_program_episode_records_its_program_as_the_source(tmp_path):
     assert result.error is None and result.turns == 4
     [trajectory] = read_trajectories(tmp_path)
     assert source_of(trajectory) == "terminal:sqlite3" and "sqlite>" in trajectory.turns[0].observation.content
+
+
+@needs_sandbox
+@needs_tmux
+@pytest.mark.parametrize(("program", "prompt"), [("lua", "Lua 5.4"), ("ruby", "=> "), ("units", "You have:")])
+def test_a_repl_opens_and_answers_in_the_real_terminal(tmp_path, program, prompt):
+    result = run_episode(EpisodeSpec("terminal", 0, 0, 3, str(tmp_path), {}, 0.0, program,
+                                     f"explorer:terminal-{program}"))
+    assert result.error is None and result.turns == 3
+    [trajectory] = read_trajectories(tmp_path)
+    assert prompt in trajectory.turns[-1].observation.content
+    assert "command not found" not in trajectory.turns[-1].observation.content

@@ -64,3 +64,26 @@ def test_kept_sources_stay_in_training_and_may_leave_every_other_source_held_out
     assert keep <= train and len(train) == 2
     result = runner.invoke(app, [*args[:-4], "--keep", "mcp:nowhere"])
     assert result.exit_code == 2 and "mcp:nowhere" in result.output
+
+
+def test_held_sources_make_the_same_held_out_file_after_the_corpus_grows(tmp_path):
+    first = [made("mcp", i, environment=f"mcp:server-{i % 5}") for i in range(20)]
+    grown = first + [made("mcp", 20 + i, environment=f"mcp:server-{5 + i % 4}") for i in range(8)]
+    for name, trajectories in (("first", first), ("grown", grown)):
+        write_trajectories(tmp_path / f"{name}.jsonl", trajectories)
+    seeded = heldout_sources(first, 0.4, seed=0)["mcp"]
+    assert heldout_sources(grown, 0.4, seed=0)["mcp"] != seeded  # a seeded share moves as sources are added
+    hold = [option for source in sorted(seeded) for option in ("--hold", source)]
+    for name in ("first", "grown"):
+        result = runner.invoke(app, ["data", "split", str(tmp_path / f"{name}.jsonl"), "--by", "source", *hold,
+                                     "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "first" / "heldout.jsonl").read_bytes() == (tmp_path / "grown" / "heldout.jsonl").read_bytes()
+    assert {source_of(t) for t in read_trajectories(tmp_path / "grown" / "heldout.jsonl")} == seeded
+    assert len(list(read_trajectories(tmp_path / "grown" / "train.jsonl"))) == 28 - 8
+    both = runner.invoke(app, ["data", "split", str(tmp_path / "grown.jsonl"), "--by", "source", *hold[:2],
+                               "--keep", hold[1], "--out", str(tmp_path / "x")])
+    assert both.exit_code == 2 and "both name" in both.output
+    unknown = runner.invoke(app, ["data", "split", str(tmp_path / "grown.jsonl"), "--by", "source",
+                                  "--hold", "mcp:nowhere", "--out", str(tmp_path / "x")])
+    assert unknown.exit_code == 2 and "--hold names sources the data does not have: mcp:nowhere" in unknown.output

@@ -55,16 +55,22 @@ def split(
     = "trajectory",
     keep: Annotated[list[str] | None, typer.Option(help="With --by source: a source never held out (repeat it), "
                                                      "e.g. one an existing model was trained on.")] = None,
+    hold: Annotated[list[str] | None, typer.Option(help="With --by source: hold out exactly these sources (repeat "
+                                                     "it) instead of a seeded share, e.g. to redo a published "
+                                                     "split on a grown corpus.")] = None,
 ) -> None:
     """Split by trajectory (never by turn, so no held-out turn's history is seen in training) or by source."""
     console = Console()
     if by not in ("trajectory", "source"):
         raise fail(f"--by must be 'trajectory' or 'source', not {by!r}", 2)
     trajectories = load(inputs)
-    if unknown := sorted(set(keep or ()) - {source_of(t) for t in trajectories}):
-        raise fail(f"--keep names sources the data does not have: {', '.join(unknown)}", 2)
+    for option, names in (("--keep", keep), ("--hold", hold)):
+        if unknown := sorted(set(names or ()) - {source_of(t) for t in trajectories}):
+            raise fail(f"{option} names sources the data does not have: {', '.join(unknown)}", 2)
+    if both := sorted(set(keep or ()) & set(hold or ())):
+        raise fail(f"--keep and --hold both name {', '.join(both)}", 2)
     if by == "source":
-        held = heldout_sources(trajectories, heldout, seed, keep or ())
+        held = heldout_sources(trajectories, heldout, seed, keep or (), hold or ())
         test = [t for t in trajectories if source_of(t) in held[t.domain]]
         table = Table(title="sources held out whole")
         for column in ("domain", "sources", "held out", "held-out trajectories"):

@@ -17,7 +17,8 @@ SWE_SDISTS = [SWE_DIR / "sdists" / f"{line.replace('==', '-')}.tar.gz"
               for line in (SWE_DIR / "projects.txt").read_text().split() if "==" in line]
 """Real libraries' source distributions, as pinned in servers/swe/projects.txt (scripts/setup.sh downloads
 them; an episode on one that is missing fails with "SWE project not found")."""
-OS_APPS = ["galculator", "gucharmap", "gnumeric", "abiword", "gtk3-widget-factory"]  # beside corpus-v1's mousepad
+OS_APPS = ["galculator", "gucharmap", "gnumeric", "abiword", "gtk3-widget-factory", "gtk3-demo",
+           "gtk3-icon-browser"]  # beside corpus-v1's mousepad
 
 
 @dataclass(frozen=True)

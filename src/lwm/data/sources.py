@@ -44,16 +44,19 @@ def _rank(source: str, seed: int) -> float:
 
 
 def heldout_sources(trajectories: Iterable[Trajectory], fraction: float, seed: int,
-                    keep: Iterable[str] = ()) -> dict[str, set[str]]:
+                    keep: Iterable[str] = (), hold: Iterable[str] = ()) -> dict[str, set[str]]:
     """Per domain, the sources held out: a seeded ``fraction`` of them, at least one and never all (a domain
     with a single source holds none out: there is nothing to hold out that training would not lack).
 
     Sources in ``keep`` are never held out — e.g. those an already trained model saw, so that it and a new
-    model can be compared on environments neither trained on."""
-    keep = set(keep)
+    model can be compared on environments neither trained on. ``hold`` names the held-out sources outright
+    instead: a published split stays the same however many sources the corpus gains later."""
+    keep, hold = set(keep), set(hold)
     by_domain: dict[str, set[str]] = defaultdict(set)
     for trajectory in trajectories:
         by_domain[trajectory.domain].add(source_of(trajectory))
+    if hold:
+        return {domain: sources & hold for domain, sources in by_domain.items()}
     chosen = {}
     for domain, sources in by_domain.items():
         ranked = sorted(sources - keep, key=lambda s: _rank(s, seed))

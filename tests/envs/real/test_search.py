@@ -8,6 +8,7 @@ import pytest
 
 from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.search import SearchEnv, SearchIndex, corpus_index
+from lwm.envs.real.search_corpus import page_text
 
 pytest.importorskip("bm25s")
 needs = lambda path: pytest.mark.skipif(not Path(path).exists(), reason=f"{path} missing (make setup)")  # noqa: E731
@@ -100,6 +101,15 @@ def test_each_sphinx_doc_set_is_a_corpus_of_its_own(tmp_path):
     assert "/_modules/" not in obs  # highlighted source listings are not documents
     page, *_ = env.step(call("web_extractor", url="https://docs.pytest.org/en/stable/how-to/fixtures.html"))
     assert page.startswith("# How to use fixtures") and "request fixtures" in page
+
+
+@needs(str(DOC_SETS["tornado-docs"].root / "guide/async.html"))
+def test_read_the_docs_theme_pages_are_indexed_by_their_article_text():
+    page = (DOC_SETS["tornado-docs"].root / "guide/async.html").read_text()
+    title, text = page_text(page)
+    assert "Search docs" in page and "Search docs" not in text  # the theme's sidebar is left out
+    assert text.startswith("Asynchronous and non-Blocking I/O") and "single-threaded" in text
+    assert title.startswith("Asynchronous and non-Blocking I/O")
 
 
 @needs("/usr/share/man/man2/fork.2.gz")

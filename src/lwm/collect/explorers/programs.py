@@ -205,6 +205,83 @@ PROGRAMS: dict[str, Program] = {
         lambda e: "tar czf",
         lambda e: "gzip -d pkg",
     )),
+    "dc": Program("dc\n", (
+        lambda e: f"{_n(e)} {_n(e)} + p",
+        lambda e: f"{_n(e)} {_n(e)} * {_n(e)} - p",
+        lambda e: f"{e.rng.randint(0, 4)} k {_n(e)} {e.rng.randint(2, 9)} / p",
+        lambda e: f"{_n(e)} v p",
+        lambda e: f"{_n(e)} sa la la * p",
+        lambda e: "f",
+        lambda e: "c",
+    ), (
+        lambda e: f"{_n(e)} 0 / p",
+        lambda e: "+ p",
+        lambda e: "lz p",
+    )),
+    "units": Program("units -v\n", (
+        lambda e: f"{_n(e)} miles\nkm",
+        lambda e: f"{_n(e)} degF\n",
+        lambda e: f"{_n(e)} gallons\nliters",
+        lambda e: f"{_n(e)} kWh\nMJ",
+        lambda e: f"{e.rng.choice(['1 lightyear', '1 furlong', '1 acre', '1 atm'])}\n"
+                  f"{e.rng.choice(['m', 'ft', 'm^2', 'Pa'])}",
+        lambda e: f"{_n(e)} mph\nm/s",
+    ), (
+        lambda e: f"{_n(e)} {e.word()}s\nm",
+        lambda e: f"{_n(e)} kg\nm",
+    )),
+    "lua": Program("lua5.4\n", (
+        lambda e: f"{e.word()} = {_n(e)}",
+        lambda e: f"print({_n(e)} * {_n(e)} + {_n(e)}, {_n(e)} // {e.rng.randint(2, 9)})",
+        lambda e: f"t = {{{_n(e)}, {_n(e)}, {_n(e)}}}; print(#t, table.concat(t, ','))",
+        lambda e: f"print(string.upper('{e.word()}'), string.rep('ab', {e.rng.randint(1, 4)}))",
+        lambda e: f"print(math.floor({_n(e)} / 7), math.max({_n(e)}, {_n(e)}))",
+        lambda e: f"for i = 1, {e.rng.randint(2, 5)} do io.write(i * i, ' ') end print()",
+        lambda e: "print(type(nil), type({}), type(print))",
+    ), (
+        lambda e: f"print({e.word()}.x)",
+        lambda e: "print('unclosed)",
+        lambda e: f"error('{e.word()}')",
+    )),
+    "ruby": Program("irb --simple-prompt --nocolorize --nomultiline --noreadline\n", (
+        lambda e: f"{e.word()} = {_n(e)}",
+        lambda e: f"[{_n(e)}, {_n(e)}, {_n(e)}].map {{ |x| x * 2 }}.sum",
+        lambda e: f"'{e.word()}'.upcase + '-' + '{e.word()}'.reverse",
+        lambda e: f"{{{e.word()}: {_n(e)}, b: [1, 2]}}.keys",
+        lambda e: f"(1..{e.rng.randint(3, 9)}).select(&:even?)",
+        lambda e: f"{_n(e)}.to_s(2)",
+        lambda e: "Time.at(0).utc.year",
+    ), (
+        lambda e: f"{e.word()}{_n(e)}.length",
+        lambda e: f"{_n(e)} / 0",
+        lambda e: "nil.upcase",
+        lambda e: "def x(",
+    )),
+    "make": Program("printf 'all: hello.txt\\n\\nhello.txt:\\n\\techo hello > hello.txt\\n' > Makefile"
+                    " && cat Makefile\n", (
+        lambda e: "make",
+        lambda e: "make -n",
+        lambda e: f"printf '{e.word()}:\\n\\t@echo {e.word()} {_n(e)}\\n' >> Makefile && tail -n 2 Makefile",
+        lambda e: "make -p 2>/dev/null | grep -c '^[a-z].*:' ",
+        lambda e: "touch hello.txt && make",
+        lambda e: "rm -f hello.txt && make && ls",
+        lambda e: "make --version | head -n 1",
+    ), (
+        lambda e: f"make {e.word()}-target",
+        lambda e: "make -f nosuchfile",
+    )),
+    "diff": Program("printf 'a\\nb\\nc\\n' > old.txt && printf 'a\\nB\\nc\\nd\\n' > new.txt && ls\n", (
+        lambda e: "diff old.txt new.txt",
+        lambda e: "diff -u old.txt new.txt",
+        lambda e: f"printf '{e.word()}\\n{e.word()}\\n' >> new.txt && diff -u old.txt new.txt | tail -n 4",
+        lambda e: "diff -u old.txt new.txt > fix.patch; patch -s old.txt < fix.patch && cat old.txt",
+        lambda e: "cmp old.txt new.txt",
+        lambda e: "diff -q old.txt new.txt; echo exit=$?",
+        lambda e: f"sed -i '1s/.*/{e.word()}/' new.txt && diff old.txt new.txt",
+    ), (
+        lambda e: f"diff old.txt {e.word()}.txt",
+        lambda e: "patch -s old.txt < nosuch.patch",
+    )),
 }
 
 

@@ -20,7 +20,7 @@ class DocSet:
     start: str = "index.html"
     """The page an episode starts on, relative to ``url``."""
     sphinx: bool = False
-    """Built by Sphinx: the main text sits in ``<div class="body" role="main">`` (search indexes these)."""
+    """Built by Sphinx (classic or Read the Docs theme): search finds the main text and indexes these."""
 
 
 DOC = Path("/usr/share/doc")
@@ -43,4 +43,23 @@ DOC_SETS: dict[str, DocSet] = {
     "pygments-docs": DocSet("https://pygments.org/", DOC / "python-pygments-doc/html", sphinx=True),
     "markdown-docs": DocSet("https://python-markdown.github.io/", DOC / "python-markdown-doc/docs"),
     "apache-httpd-docs": DocSet("https://httpd.apache.org/docs/2.4/", DOC / "apache2-doc/manual/en"),
+    "sphinx-docs": DocSet("https://www.sphinx-doc.org/en/master/", DOC / "sphinx-doc/html", sphinx=True),
+    "cmake-docs": DocSet("https://cmake.org/cmake/help/latest/", DOC / "cmake-data/html", sphinx=True),
+    "babel-docs": DocSet("https://babel.pocoo.org/en/latest/", DOC / "python-babel-doc/html", sphinx=True),
+    "setuptools-docs": DocSet("https://setuptools.pypa.io/en/latest/", DOC / "python-setuptools-doc/html",
+                              sphinx=True),
+    "itsdangerous-docs": DocSet("https://itsdangerous.palletsprojects.com/en/stable/",
+                                DOC / "python-itsdangerous-doc/html", sphinx=True),
+    "webob-docs": DocSet("https://docs.pylonsproject.org/projects/webob/en/stable/", DOC / "python-webob-doc",
+                         sphinx=True),
+    "tornado-docs": DocSet("https://www.tornadoweb.org/en/stable/", DOC / "python-tornado-doc/html", sphinx=True),
+    "cryptography-docs": DocSet("https://cryptography.io/en/latest/", DOC / "python-cryptography-doc/html",
+                                sphinx=True),
+    "scrapy-docs": DocSet("https://docs.scrapy.org/en/latest/", DOC / "python-scrapy-doc/html", sphinx=True),
+    # Sphinx with a theme of its own (search would index navigation too): browsed only
+    "django-docs": DocSet("https://docs.djangoproject.com/en/4.2/", DOC / "python-django-doc/html"),
+    "sqlalchemy-docs": DocSet("https://docs.sqlalchemy.org/en/20/", DOC / "python-sqlalchemy-doc/html"),
+    "nodejs-docs": DocSet("https://nodejs.org/docs/latest-v18.x/api/", DOC / "nodejs/api"),
+    "vim-docs": DocSet("https://vimdoc.sourceforge.net/htmldoc/", DOC / "vim/html"),
+    "zsh-docs": DocSet("https://zsh.sourceforge.io/Doc/Release/", DOC / "zsh-common/html"),
 }

@@ -37,7 +37,8 @@ class Document:
     date: str | None = None
 
 
-_MAIN = re.compile(r'<div class="body" role="main">(.*?)<div class="sphinxsidebar"', re.S)
+_MAIN = (re.compile(r'<div class="body" role="main">(.*?)<div class="sphinxsidebar"', re.S),  # classic theme
+         re.compile(r'<div itemprop="articleBody">(.*?)<footer', re.S))  # Read the Docs theme
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S)
 
@@ -45,7 +46,7 @@ _TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S)
 def page_text(page: str) -> tuple[str, str]:
     """(title, visible text of the main body) of a Sphinx HTML page."""
     title = html.unescape(_TITLE.search(page).group(1)) if _TITLE.search(page) else ""
-    main = _MAIN.search(page)
+    main = next((m for pattern in _MAIN if (m := pattern.search(page))), None)
     text = html.unescape(_TAG.sub(" ", main.group(1) if main else page))
     return title, re.sub(r"\s+", " ", text).strip()
 
