@@ -78,6 +78,7 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
         console.print(f"resuming: {skipped} finished episodes in {out} are kept")
     failures: list[EpisodeResult] = []
     turns = 0
+    agent = [0, 0]
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[turns]} turns"), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
@@ -86,6 +87,9 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
         def on_result(result: EpisodeResult) -> None:
             nonlocal turns
             turns += result.turns
+            if result.agent_actions:
+                agent[0] += result.agent_actions[0]
+                agent[1] += result.agent_actions[1]
             if result.error:
                 failures.append(result)
                 progress.console.print(f"[red]episode {result.id} failed:[/] {result.error}", markup=True)
@@ -94,6 +98,9 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
         run(todo, workers, on_result, executor)
     console.print(f"{len(todo) - len(failures)} episodes recorded ({turns} turns) in {out}"
                   + (f"; {len(failures)} failed (rerun the command to retry them)" if failures else ""))
+    if sum(agent):
+        console.print(f"the agent chose {agent[0]} of {sum(agent)} actions; its explorer chose the other {agent[1]} "
+                      "(replies that were no valid action)")
     if failures:
         raise typer.Exit(1)
 

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from lwm.agent.loop import observation_view, parse_reply, system_prompt
-from lwm.agent.policy import ModelPolicy
+from lwm.agent.policy import LocalPolicy, ModelPolicy
 from lwm.agent.tasks import Check, Task
 from lwm.domains import ActionError
 from lwm.registry import get
@@ -27,18 +27,27 @@ class AgentPolicy:
     def __init__(self, domain: str, model: str, *, history: int = 4, temperature: float = 0.7,
                  max_tokens: int = 512, mistake_rate: float = 0.0, **backend_options: Any):
         self.domain = domain
-        self.model = ModelPolicy(model, temperature=temperature, max_tokens=max_tokens, seed=None, **backend_options)
+        self.model = LocalPolicy.load(model.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature) \
+            if model.startswith("hf:") else \
+            ModelPolicy(model, temperature=temperature, max_tokens=max_tokens, seed=None, **backend_options)
         self.name = f"llm-agent:{self.model.name}"
         self.history_size = history
         self.fallback = get("explorer", domain)(mistake_rate=mistake_rate)
         self.fallbacks = 0
+        self.acted = 0
         self.messages: list[dict[str, str]] = []
 
     def start(self, rng: random.Random, context: Context, observation: str) -> None:
         self.task = Task(id=f"collect/{self.domain}", domain=self.domain, family="explore", split="train",
                          instruction=context.task or EXPLORE, context=context, check=Check(kind="table"))
         self.messages = [{"role": "system", "content": system_prompt(self.task, context.tools)}]
-        self.model.config = self.model.config.model_copy(update={"seed": rng.randrange(2**31)})
+        seed = rng.randrange(2**31)
+        if isinstance(self.model, ModelPolicy):
+            self.model.config = self.model.config.model_copy(update={"seed": seed})
+        else:  # a model in this process samples from torch's generator
+            import torch
+
+            torch.manual_seed(seed)
         self.fallback.start(rng, context, observation)
 
     def act(self, observation: str) -> Any:
@@ -50,6 +59,7 @@ class AgentPolicy:
             if isinstance(parsed, str):
                 raise ActionError("a final answer ends nothing while collecting")
             action = parsed.content
+            self.acted += 1
         except ActionError:
             self.fallbacks += 1
             action = self.fallback.act(observation)

@@ -62,6 +62,8 @@ class EpisodeResult:
     turns: int
     seconds: float
     error: str | None = None
+    agent_actions: tuple[int, int] | None = None
+    """An LLM agent's episode: (actions the agent chose, actions its explorer chose when a reply was no action)."""
 
 
 def episode_policy(spec: EpisodeSpec) -> Any:
@@ -95,7 +97,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
             obs, _, terminated, truncated, _ = recorded.step(policy.act(obs))
         store.close()
         assert recorded.trajectory is not None
-        return EpisodeResult(spec.id, len(recorded.trajectory.turns), time.monotonic() - started)
+        return EpisodeResult(spec.id, len(recorded.trajectory.turns), time.monotonic() - started,
+                             agent_actions=(policy.acted, policy.fallbacks) if hasattr(policy, "acted") else None)
     except Exception as exc:  # one broken episode must not stop the collection
         return EpisodeResult(spec.id, 0, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
     finally:

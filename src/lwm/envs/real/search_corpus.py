@@ -43,11 +43,16 @@ _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S)
 
 
+def main_html(page: str) -> str:
+    """The main body of a Sphinx HTML page (the whole page when no theme we know marks it)."""
+    main = next((m for pattern in _MAIN if (m := pattern.search(page))), None)
+    return main.group(1) if main else page
+
+
 def page_text(page: str) -> tuple[str, str]:
     """(title, visible text of the main body) of a Sphinx HTML page."""
     title = html.unescape(_TITLE.search(page).group(1)) if _TITLE.search(page) else ""
-    main = next((m for pattern in _MAIN if (m := pattern.search(page))), None)
-    text = html.unescape(_TAG.sub(" ", main.group(1) if main else page))
+    text = html.unescape(_TAG.sub(" ", main_html(page)))
     return title, re.sub(r"\s+", " ", text).strip()
 
 
@@ -164,8 +169,6 @@ def markdown(doc: Document) -> str:
     if doc.source in SPHINX_SETS and doc.path:
         from markdownify import markdownify
 
-        page = Path(doc.path).read_text(errors="replace")
-        body = _MAIN.search(page)
-        text = markdownify(body.group(1) if body else page, heading_style="ATX", strip=["a"])
+        text = markdownify(main_html(Path(doc.path).read_text(errors="replace")), heading_style="ATX", strip=["a"])
         return f"# {doc.title}\n\n" + re.sub(r"\n{3,}", "\n\n", html.unescape(text)).strip()
     return f"# {doc.title}\n\n{doc.text}"
