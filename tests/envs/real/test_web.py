@@ -80,6 +80,14 @@ def test_every_doc_set_starts_on_a_page_it_has_and_is_served_at_its_address(env)
     assert "URL: https://flask.palletsprojects.com/en/stable/quickstart.html" in obs and "Quickstart" in obs
 
 
+@pytest.mark.skipif(not (DOC_SETS["babel-docs"].root / "changelog.html.gz").exists(), reason="python-babel-doc missing")
+def test_a_page_debian_compressed_is_served_as_the_site_serves_it(env):
+    assert not (DOC_SETS["babel-docs"].root / "changelog.html").exists()
+    env.reset()
+    obs, *_ = env.step("goto('https://babel.pocoo.org/en/latest/changelog.html#version-1-0')")
+    assert "Title: Babel Changelog" in obs and 'heading "Version 2.10.3"' in obs and "Not Found" not in obs
+
+
 def test_tabs(env):
     env.reset()
     obs, *_ = env.step("new_tab()\ngoto('http://shop.lwm.test/login.html')")

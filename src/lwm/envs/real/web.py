@@ -12,6 +12,7 @@ element; actions are BrowserGym calls whose ``bid`` is such a ref.
 from __future__ import annotations
 
 import ast
+import gzip
 import mimetypes
 import os
 import queue
@@ -195,9 +196,11 @@ class WebEnv(TextEnv):
                 path = (root / relative).resolve()
                 if relative.endswith("/"):
                     path = path / "index.html"
-                if root.resolve() in path.parents and path.is_file():
+                packed = path.with_name(path.name + ".gz")  # Debian compresses a doc set's largest pages
+                if root.resolve() in path.parents and (path.is_file() or packed.is_file()):
                     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-                    route.fulfill(status=200, body=path.read_bytes(), content_type=kind)
+                    body = path.read_bytes() if path.is_file() else gzip.decompress(packed.read_bytes())
+                    route.fulfill(status=200, body=body, content_type=kind)
                 else:
                     route.fulfill(status=404, body=f"<title>404 Not Found</title><h1>Not Found</h1><p>{url}</p>",
                                   content_type="text/html")
