@@ -26,6 +26,7 @@ def test_agent_parses_fenced_actions_and_falls_back_on_nonsense():
         sent = server.requests[-1]["messages"]
     assert first == [{"keystrokes": "ls -la\n", "duration": 0.3}]
     assert isinstance(second, list) and agent.fallbacks == 1  # the heuristic explorer stepped in
+    assert agent.acted == 2
     assert third[0]["keystrokes"] == "echo agent > a.txt && cat a.txt\n"
     assert "Task: make a file" in sent[0]["content"] and sent[-1]["role"] == "user"
     assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user", "assistant", "user"]
@@ -39,6 +40,20 @@ def test_collect_with_an_agent_policy(tmp_path):
                                           "--policy", "agent:openai:scripted", "--base-url", server.base_url,
                                           "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
+    assert "the agent chose 2 of 2 actions" in " ".join(result.output.split())
     (trajectory,) = read_trajectories(tmp_path)
     assert trajectory.provenance.extra["explorer"] == "llm-agent:openai:scripted"
     assert "agent" in trajectory.turns[1].observation.content
+
+
+def test_a_local_model_agent_samples_reproducibly_per_episode_and_its_nonsense_falls_back(tiny_model_dir):
+    def first_reply(seed: int) -> str:
+        agent = AgentPolicy("terminal", f"hf:{tiny_model_dir}", max_tokens=12, temperature=1.0)
+        agent.start(random.Random(seed), Context(task="make a file"), "user@sandbox:~$")
+        return agent.model.act([[{"role": "user", "content": "user@sandbox:~$"}]])[0]
+
+    assert first_reply(7) == first_reply(7) != first_reply(8)  # sampled, seeded by the episode
+    agent = AgentPolicy("terminal", f"hf:{tiny_model_dir}", max_tokens=12)
+    agent.start(random.Random(7), Context(task="make a file"), "user@sandbox:~$")
+    action = agent.act("user@sandbox:~$")  # a random tiny model writes no action: the explorer acts
+    assert action and agent.name == f"llm-agent:hf:{tiny_model_dir}" and (agent.acted, agent.fallbacks) == (0, 1)
