@@ -104,12 +104,15 @@ def test_each_sphinx_doc_set_is_a_corpus_of_its_own(tmp_path):
 
 
 @needs(str(DOC_SETS["tornado-docs"].root / "guide/async.html"))
-def test_read_the_docs_theme_pages_are_indexed_by_their_article_text(tmp_path):
+def test_each_sphinx_theme_is_indexed_by_its_article_text_without_navigation(tmp_path):
     page = (DOC_SETS["tornado-docs"].root / "guide/async.html").read_text()
     title, text = page_text(page)
     assert "Search docs" in page and "Search docs" not in text  # the theme's sidebar is left out
     assert text.startswith("Asynchronous and non-Blocking I/O") and "single-threaded" in text
     assert title.startswith("Asynchronous and non-Blocking I/O")
+    sidebar_first = (DOC_SETS["pygments-docs"].root / "docs/filterdevelopment.html").read_text()
+    assert sidebar_first.index("sphinxsidebar") < sidebar_first.index('class="body"')  # a theme that puts it first
+    assert page_text(sidebar_first)[1].startswith("Write your own filter ¶ New in version 0.7.")
     env = SearchEnv(sources=["tornado-docs"], cache_dir=str(tmp_path))
     env.reset()
     extracted, *_ = env.step(call("web_extractor", url="https://www.tornadoweb.org/en/stable/guide/async.html"))

@@ -27,7 +27,7 @@ from lwm.types import Action, Context, Observation, Provenance
 DEFAULT_SOURCES = ("python-docs", "man", "foldoc", "jargon")
 RESULTS = 10
 PAGE_LIMIT = 12_000
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 """Bump when document extraction changes, so cached indexes are rebuilt."""
 
 TOOLS: list[dict[str, Any]] = [

@@ -37,7 +37,8 @@ class Document:
     date: str | None = None
 
 
-_MAIN = (re.compile(r'<div class="body" role="main">(.*?)<div class="sphinxsidebar"', re.S),  # classic theme
+_MAIN = (re.compile(r'<div class="body" role="main">(.*?)<div class="(?:sphinxsidebar|footer)"', re.S),  # classic
+         # theme: the sidebar follows the body, or (Pygments, Sphinx's own) precedes it and the footer follows
          re.compile(r'<div itemprop="articleBody">(.*?)<footer', re.S))  # Read the Docs theme
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S)
