@@ -39,7 +39,8 @@ def test_corpus_v2_plans_a_part_per_program_and_per_site(tmp_path):
     assert {s.env_options["sources"][0] for s in specs if s.domain == "search"} >= {"man", "python-docs", "flask-docs"}
     assert {tuple(s.env_options.get("apps", ["mousepad"])) for s in specs if s.domain == "os"} >= {
         ("mousepad",), ("galculator",), ("gnumeric",)}
-    assert {s.env_options.get("preset") for s in specs if s.domain == "mcp"} >= {"sqlite", "code-runner"}
+    assert {s.env_options.get("preset") for s in specs if s.domain == "mcp"} >= {
+        "sqlite", "code-runner", "calculator", "duckdb", "shell"}
     projects = {s.env_options.get("project", "calc").split("/")[-1] for s in specs if s.domain == "swe"}
     assert len(projects) == 1 + len(SWE_SDISTS)
 

@@ -62,6 +62,8 @@ PRESETS: dict[str, list[Part]] = {
         *[replace(p, policy="explorer:mcp-agent") for p in CORPUS_V1 if p.tag in AGENT_LIKE],
         Part("mcp", 10, 8, {"preset": "sqlite"}, "sqlite", "explorer:mcp-agent"),
         Part("mcp", 10, 8, {"preset": "code-runner"}, "code-runner", "explorer:mcp-agent"),
+        *[Part("mcp", 10, 8, {"preset": server}, server, "explorer:mcp-agent") for server in ("calculator", "duckdb",
+                                                                                             "shell")],
         *[Part("terminal", 12, 10, {}, program, f"explorer:terminal-{program}") for program in PROGRAMS],
         *[Part("web", 8, 8, {"start_url": url}, site, "explorer:web-site") for site, url in START_PAGES.items()],
         # one corpus per search part (corpus-v1's search mixed four), so a corpus can be held out whole

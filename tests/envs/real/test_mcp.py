@@ -113,6 +113,26 @@ def test_sqlite_server_from_its_own_environment_keeps_its_database(make):
     assert info["tool_error"] is True or "Only SELECT" in obs
 
 
+@pytest.mark.skipif(not (PYPI_BIN / "mcp-shell-server").exists(), reason="PyPI MCP servers not installed (setup)")
+def test_calculator_duckdb_and_shell_servers_answer_and_keep_their_state(make):
+    calculator = make(preset="calculator")
+    calculator.reset()
+    assert calculator.step(call("calculate", expression="(46 + 5) / 3"))[0].strip() == "17.0"
+    duckdb = make(preset="duckdb")
+    duckdb.reset()
+    duckdb.step(call("query", query="CREATE TABLE items (id INTEGER, name VARCHAR, price DOUBLE)"))
+    duckdb.step(call("query", query="INSERT INTO items VALUES (1, 'pear', 2.5), (2, 'fig', 4)"))
+    obs, *_ = duckdb.step(call("query", query="SELECT name FROM items WHERE price > 3"))
+    assert "fig" in obs and "pear" not in obs
+    shell = make(preset="shell")
+    shell.reset()
+    shell.step(call("shell_execute", command=["touch", "plan.txt"]))
+    obs, *_ = shell.step(call("shell_execute", command=["ls"]))
+    assert obs.split() == ["plan.txt"]
+    obs, *_ = shell.step(call("shell_execute", command=["rm", "plan.txt"]))  # not on the allow list
+    assert "not allowed" in obs.lower() and "plan.txt" in shell.step(call("shell_execute", command=["ls"]))[0]
+
+
 @needs_npm_servers
 def test_code_runner_runs_code_in_the_sandbox_despite_its_stdout_chatter(make):
     """It prints "Executing command: ..." on stdout beside JSON-RPC; the client skips the line, the call

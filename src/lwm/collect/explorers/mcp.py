@@ -60,6 +60,22 @@ def _examples(e: BaseExplorer) -> dict[str, list[dict[str, Any]]]:
         "search_files": [{"path": REPO, "pattern": "*.txt"}, {"path": REPO, "pattern": word}],
         "move_file": [{"source": f"{REPO}/notes.md", "destination": f"{REPO}/{word}.md"}],
         "edit_file": [{"path": f"{REPO}/notes.md", "edits": [{"oldText": "todo", "newText": "done"}]}],
+        # corpus-v2's later servers (entries draw nothing more, so the earlier servers' episodes are unchanged)
+        "calculate": [{"expression": f"{n} * {n % 7 + 2} + 1"}, {"expression": f"({n} + 5) / 3"},
+                      {"expression": f"2 ** {n % 12}"}, {"expression": f"{n} % 7 - {n} // 7"}],
+        "query": [{"query": "CREATE TABLE IF NOT EXISTS items (id INTEGER, name VARCHAR, price DOUBLE)"},
+                  {"query": f"INSERT INTO items VALUES ({n}, '{word}', {n}.5)"},
+                  {"query": "SELECT * FROM items ORDER BY price"},
+                  {"query": "SELECT count(*) AS n, round(avg(price), 2) AS avg_price FROM items"},
+                  {"query": f"SELECT name FROM items WHERE price > {n}"},
+                  {"query": "SELECT table_name FROM information_schema.tables"},
+                  {"query": f"SELECT i, i * i AS square FROM range({n % 6 + 2}) t(i)"}],
+        "shell_execute": [{"command": ["ls", "-la"]}, {"command": ["echo", word]},
+                          {"command": ["touch", f"{word}.txt"]}, {"command": ["find", ".", "-name", "*.txt"]},
+                          {"command": ["wc", "-l"], "stdin": f"{word}\n{n}\n"},
+                          {"command": ["sort"], "stdin": f"{word}\n{n}\nalpha\n"},
+                          {"command": ["mkdir", "-p", word]}, {"command": ["cat", f"{word}.txt"]},
+                          {"command": ["pwd"]}],
     }
 
 

@@ -163,6 +163,10 @@ PRESETS: dict[str, MCPServer] = {
     "sqlite": MCPServer(str(PYPI_BIN / "mcp-server-sqlite"), ("--db-path", "{workdir}/shop.db")),
     "code-runner": MCPServer(str(NPM_BIN / "mcp-server-code-runner"),
                              limits=replace(DEFAULT_LIMITS, memory_mb=None)),
+    "calculator": MCPServer(str(PYPI_BIN / "mcp-server-calculator")),
+    "duckdb": MCPServer(str(PYPI_BIN / "mcp-server-duckdb"), ("--db-path", "{workdir}/shop.duckdb")),
+    "shell": MCPServer(str(PYPI_BIN / "mcp-shell-server"),
+                       env={"ALLOW_COMMANDS": "ls,cat,echo,wc,head,tail,grep,sort,uniq,date,pwd,mkdir,touch,find"}),
 }
 """Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder."""
 
