@@ -14,7 +14,8 @@ for pkg_cmd in "build-essential:g++" "cmake:cmake" "python3-venv:" "git:git" "tm
   else python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=("$pkg"); fi
 done
 # Real document collections for the search environment, and the browser for the web environment
-# (checked with dpkg: they are files, or a command whose name differs between releases).
+# (checked with dpkg: they are files, or a command whose name differs between releases). Never Debian's
+# nodejs-doc: it conflicts with NodeSource's nodejs, and apt would remove the machine's node to install it.
 for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium libseccomp2 \
            xvfb dbus-x11 at-spi2-core python3-pyatspi mousepad galculator xdotool \
            git-doc sqlite3-doc bash-doc debian-reference-en sqlite3 jq bc \
@@ -23,7 +24,7 @@ for pkg in python3-doc manpages manpages-dev dict-foldoc dict-jargon chromium li
            gtk-3-examples gucharmap gnumeric abiword dc units lua5.4 ruby \
            sphinx-doc cmake-doc python-babel-doc python-setuptools-doc python-itsdangerous-doc python-webob-doc \
            python-tornado-doc python-cryptography-doc python-scrapy-doc python-django-doc python-sqlalchemy-doc \
-           nodejs-doc vim-doc zsh-doc; do
+           python-lxml-doc vim-doc zsh-doc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -59,7 +59,7 @@ DOC_SETS: dict[str, DocSet] = {
     # Sphinx with a theme of its own (search would index navigation too): browsed only
     "django-docs": DocSet("https://docs.djangoproject.com/en/4.2/", DOC / "python-django-doc/html"),
     "sqlalchemy-docs": DocSet("https://docs.sqlalchemy.org/en/20/", DOC / "python-sqlalchemy-doc/html"),
-    "nodejs-docs": DocSet("https://nodejs.org/docs/latest-v18.x/api/", DOC / "nodejs/api"),
+    "lxml-docs": DocSet("https://lxml.de/", DOC / "python-lxml-doc/html"),
     "vim-docs": DocSet("https://vimdoc.sourceforge.net/htmldoc/", DOC / "vim/html"),
     "zsh-docs": DocSet("https://zsh.sourceforge.io/Doc/Release/", DOC / "zsh-common/html"),
 }
