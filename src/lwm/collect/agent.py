@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from lwm.agent.loop import observation_view, parse_reply, system_prompt
-from lwm.agent.policy import LocalPolicy, ModelPolicy
+from lwm.agent.policy import ModelPolicy, make_policy
 from lwm.agent.tasks import Check, Task
 from lwm.domains import ActionError
 from lwm.registry import get
@@ -27,9 +27,8 @@ class AgentPolicy:
     def __init__(self, domain: str, model: str, *, history: int = 4, temperature: float = 0.7,
                  max_tokens: int = 512, mistake_rate: float = 0.0, **backend_options: Any):
         self.domain = domain
-        self.model = LocalPolicy.load(model.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature) \
-            if model.startswith("hf:") else \
-            ModelPolicy(model, temperature=temperature, max_tokens=max_tokens, seed=None, **backend_options)
+        self.model = make_policy(model, max_tokens=max_tokens, temperature=temperature) if model.startswith("hf:") \
+            else ModelPolicy(model, temperature=temperature, max_tokens=max_tokens, seed=None, **backend_options)
         self.name = f"llm-agent:{self.model.name}"
         self.history_size = history
         self.fallback = get("explorer", domain)(mistake_rate=mistake_rate)

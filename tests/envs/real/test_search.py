@@ -1,6 +1,7 @@
 """The real search environment over Debian's document collections (dict-jargon, python3-doc, manpages)."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -125,3 +126,14 @@ def test_man_pages_are_man7_pages(tmp_path):
     env.reset()
     obs, *_ = env.step(call("web_search", query="fork create child process"))
     assert "(https://man7.org/linux/man-pages/man2/fork.2.html)" in obs
+
+
+def test_an_upgraded_doc_set_changes_the_index_cache_key(tmp_path, monkeypatch):
+    from lwm.envs.real import search
+    from lwm.envs.real.docsets import DocSet
+
+    monkeypatch.setitem(search.DOC_SETS, "some-docs", DocSet("https://docs.example.org/", tmp_path))
+    before = search._source_stamp(("some-docs",))
+    os.utime(tmp_path, (1_000_000, 1_000_000))  # the package's files replaced
+    assert search._source_stamp(("some-docs",)) != before
+    assert search._source_stamp(("man",)) == search._source_stamp(("jargon",))  # other sources: no folder of theirs

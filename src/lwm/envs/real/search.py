@@ -20,6 +20,7 @@ from typing import Any
 from platformdirs import user_cache_dir
 
 from lwm.envs.base import TextEnv
+from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.search_corpus import Document, load_sources, markdown
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
@@ -94,7 +95,7 @@ class SearchIndex:
 def corpus_index(sources: tuple[str, ...], limit_per_source: int | None = None,
                  cache_dir: str | None = None) -> SearchIndex:
     """The index of a collection: from this process's memory, the disk cache, or built and saved."""
-    signature = json.dumps([INDEX_FORMAT, sources, limit_per_source, _source_stamp()])
+    signature = json.dumps([INDEX_FORMAT, sources, limit_per_source, _source_stamp(sources)])
     root = Path(cache_dir) if cache_dir else Path(user_cache_dir("lwm")) / "search"
     folder = root / hashlib.sha256(signature.encode()).hexdigest()[:16]
     if (folder / "docs.jsonl").exists():
@@ -110,10 +111,11 @@ def corpus_index(sources: tuple[str, ...], limit_per_source: int | None = None,
     return index
 
 
-def _source_stamp() -> list[float]:
-    """Installed package files change the collection: their modification times are in the cache key."""
+def _source_stamp(sources: tuple[str, ...]) -> list[float]:
+    """Installed package files change the collection: their modification times are in the cache key (the
+    indexed doc sets' folders too, so an upgraded doc package rebuilds its index)."""
     paths = [Path("/usr/share/doc/python3/html"), Path("/usr/share/man/man2"), Path("/usr/share/man/man7"),
-             Path("/usr/share/dictd")]
+             Path("/usr/share/dictd"), *(DOC_SETS[s].root for s in sources if s in DOC_SETS)]
     return [p.stat().st_mtime if p.exists() else 0.0 for p in paths]
 
 
