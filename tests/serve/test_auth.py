@@ -39,3 +39,70 @@ def test_requests_without_the_token_are_rejected_and_with_it_served():
             connect(server.url.replace("http", "ws") + "/ws")
         with GenericEnvClient(base_url=f"{server.url}/t/{TOKEN}").sync() as env:  # a client without headers
             assert env.reset().observation["text"] == "user@lwm:~$ "
+
+
+def ws_handshake(port: int, host: str) -> str:
+    """The status line a WebSocket handshake naming ``host`` gets (a client library sets Host itself)."""
+    import socket as sockets
+
+    with sockets.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall((f"GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        return sock.recv(4096).decode("latin-1").split("\r\n", 1)[0]
+
+
+def test_a_loopback_server_refuses_other_hosts_and_cross_origin_clients():
+    """A web page the user opens can reach 127.0.0.1: a cross-origin WebSocket or a rebound Host is refused."""
+    from lwm.serve.auth import guard, is_loopback_name
+
+    assert is_loopback_name("127.0.0.1:8000") and is_loopback_name("localhost") and is_loopback_name("[::1]:80")
+    assert not is_loopback_name("evil.example:8000") and not is_loopback_name("127.0.0.1.evil.example")
+    with ThreadedServer(guard(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
+        ws = server.url.replace("http", "ws") + "/ws"
+        assert httpx.post(f"{server.url}/reset", json={}, headers={"Host": "evil.example"}).status_code == 421
+        assert httpx.post(f"{server.url}/reset", json={},
+                          headers={"Origin": "http://evil.example"}).status_code == 403
+        for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80"):
+            with pytest.raises(InvalidStatus, match="403"):
+                connect(ws, origin=origin)
+        assert ws_handshake(server.port, "evil.example").startswith("HTTP/1.1 403")  # a rebound name
+        assert ws_handshake(server.port, f"127.0.0.1:{server.port}").startswith("HTTP/1.1 101")
+        # what loopback clients send still works: no Origin (openenv-core's client), or a local page's
+        with connect(ws, origin=f"http://localhost:{server.port}") as socket:
+            socket.send('{"type": "reset", "data": {}}')
+            assert "user@lwm" in socket.recv(timeout=10)
+        with GenericEnvClient(base_url=server.url).sync() as env:
+            assert env.reset().observation["text"] == "user@lwm:~$ "
+        assert httpx.post(f"{server.url}/reset", json={}).status_code == 200
+
+
+def test_the_served_command_refuses_cross_origin_clients(tmp_path):
+    """The guard is on in what `lwm serve openenv` runs, not only in the app a test builds."""
+    import socket as sockets
+    import subprocess
+    import sys
+    import time
+
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    server = subprocess.Popen([lwm, "serve", "openenv", "--model", "mock", "--port", str(port)],
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", headers={"Host": "evil.example"}).status_code == 421
+        with pytest.raises(InvalidStatus, match="403"):
+            connect(f"ws://127.0.0.1:{port}/ws", origin="http://evil.example")
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -53,9 +53,9 @@ def _config(options: o.ModelOptions, control: Path | None, **fields: Any) -> Ser
 def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    from lwm.serve.auth import TokenGuard
+    from lwm.serve.auth import guard
 
-    uvicorn.run(TokenGuard(app, token) if token else app, host=host, port=port, log_level="warning")
+    uvicorn.run(guard(app, host, token), host=host, port=port, log_level="warning")
 
 
 @serve_app.command("openenv")

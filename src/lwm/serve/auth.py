@@ -1,5 +1,9 @@
 """Who may talk to a served environment: loopback by default, a bearer token for anything else.
 
+A loopback server is still reachable from any web page the user opens (a cross-origin WebSocket, or DNS
+rebinding a name to 127.0.0.1), so ``LocalOnly`` refuses requests whose ``Host`` is not a loopback name
+(421) or whose ``Origin`` is another site (403), as the MCP SDK's transport security does for the MCP face.
+
 ``TokenGuard`` is plain ASGI so it covers HTTP and WebSocket alike. A client sends the token as
 ``Authorization: Bearer <token>``, or — for clients that cannot set headers, such as OpenEnv's
 WebSocket client — as the first path segments ``/t/<token>``, i.e. ``base_url=http://host:port/t/<token>``.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import socket
 from typing import Any
 
@@ -36,6 +41,68 @@ def check_bind(host: str, token: str | None) -> None:
                          "'Authorization: Bearer <token>' or use base URL http://HOST:PORT/t/<token>)")
 
 
+def _hostname(authority: str) -> str:
+    """``host`` of ``host[:port]`` or ``[v6]:port``."""
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def is_loopback_name(authority: str) -> bool:
+    """A Host header or origin authority naming this machine by a loopback name (no name lookup: a
+    rebinding attacker controls DNS)."""
+    host = _hostname(authority.strip().lower())
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, reason: str,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """HTTP: ``status`` with a JSON reason; WebSocket: the handshake is refused (the client sees 403)."""
+    if scope["type"] == "websocket":
+        await receive()  # the connect message
+        await send({"type": "websocket.close", "code": 1008, "reason": reason})
+        return
+    body = json.dumps({"detail": reason}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class LocalOnly:
+    """ASGI middleware for a loopback server: only requests addressed to a loopback name, from no origin
+    or a loopback one, reach the app."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not is_loopback_name(host):
+            return await _refuse(scope, receive, send, 421, "Host must name this machine (127.0.0.1 or localhost)")
+        origin = headers.get(b"origin")
+        if origin is not None:  # browsers send it; "null" (a sandboxed page, a file) is an origin too
+            scheme, _, authority = origin.decode("latin-1").partition("://")
+            if scheme not in ("http", "https") or not is_loopback_name(authority):
+                return await _refuse(scope, receive, send, 403, "cross-origin requests are refused")
+        return await self.app(scope, receive, send)
+
+
+def guard(app: Any, host: str, token: str | None) -> Any:
+    """The app as served on ``host``: behind the token when there is one, local-only when bound to loopback."""
+    if token:
+        app = TokenGuard(app, token)
+    return LocalOnly(app) if is_loopback(host) else app
+
+
 class TokenGuard:
     """ASGI middleware: requests without the token get 401 (HTTP) or a closed socket (WebSocket, 1008)."""
 
@@ -61,11 +128,4 @@ class TokenGuard:
         allowed = self._authorised(scope)
         if allowed is not None:
             return await self.app(allowed, receive, send)
-        if scope["type"] == "websocket":
-            await receive()  # the connect message
-            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong token"})
-            return None
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-        await send({"type": "http.response.body", "body": b'{"detail": "missing or wrong token"}'})
-        return None
+        return await _refuse(scope, receive, send, 401, "missing or wrong token", ((b"www-authenticate", b"Bearer"),))
