@@ -44,9 +44,9 @@ class LocalPolicy:
 
     @classmethod
     def load(cls, path: str, **options: Any) -> LocalPolicy:
-        from lwm.train.common import load_model
+        from lwm.train.common import load_for_inference
 
-        model, tokenizer = load_model(path, seed=0)
+        model, tokenizer = load_for_inference(path)
         return cls(model, tokenizer, name=f"hf:{path}", **options)
 
     def act(self, conversations: Sequence[list[Message]]) -> list[str]:
@@ -55,7 +55,7 @@ class LocalPolicy:
         texts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
                  for c in conversations]
         self.tokenizer.padding_side = "left"
-        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
         sampling = {"do_sample": True, "temperature": self.temperature, "top_p": 1.0} if self.temperature > 0 \
             else {"do_sample": False}
         was_training = self.model.training

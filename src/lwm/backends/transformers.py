@@ -45,12 +45,11 @@ class TransformersBackend:
         if self._model is not None:
             return
         try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from lwm.train.common import load_for_inference
         except ImportError as exc:
             raise BackendError("the transformers backend needs: pip install 'lwm[transformers]'") from exc
-        self._tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-        self._model = AutoModelForCausalLM.from_pretrained(self.path, local_files_only=True)
-        self._model.eval()
+        # A LoRA folder from lwm train loads over its base, as hf:DIR policies do: one loader for both.
+        self._model, self._tokenizer = load_for_inference(str(self.path))
 
     @property
     def context_window(self) -> int | None:
@@ -65,6 +64,7 @@ class TransformersBackend:
             self._ensure()
             encoded = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                           return_dict=True)
+            encoded = encoded.to(self._model.device)
             ids = encoded["input_ids"]
             if config.seed is not None:
                 torch.manual_seed(config.seed)

@@ -40,6 +40,18 @@ def load_model(name: str, seed: int) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def load_for_inference(name: str, device: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) for generation in this process, on ``device`` (the best there is by default):
+    a base folder, ``smollm2``, a packaged adapter or a LoRA folder from ``lwm train``. The one loader
+    behind ``hf:DIR`` policies and the ``transformers:`` backend."""
+    from lwm.train.device import to_device
+
+    model, tokenizer = load_model(name, seed=0)
+    model = to_device(model, device)
+    model.eval()
+    return model, tokenizer
+
+
 def lora_config(config: Any, model: Any = None) -> Any:
     """A peft LoraConfig from a stage config's lora fields; None for full fine-tuning or when ``model``
     already carries an adapter (from an earlier stage) that keeps training."""

@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T")
-CPU = {"report_to": [], "use_cpu": True, "bf16": False, "fp16": False, "dataloader_num_workers": 0,
-       "save_total_limit": 2}
-"""Settings lwm always sets for TRL: fp32 on CPU (pure bf16 did not learn), no trackers, two checkpoints."""
 
 
 @dataclass(kw_only=True)
@@ -50,11 +47,12 @@ class StageConfig:
         parser rejects any field it does not know."""
         from transformers import HfArgumentParser
 
-        defaults = dict(self.trl_defaults)
-        if "gradient_checkpointing" in self.trainer:  # the deprecated spelling, set by the user, wins
-            defaults.pop("activation_checkpointing", None)
-        values = {**CPU, **defaults, **self.trainer, "output_dir": self.output_dir, **fixed}
-        (args,) = HfArgumentParser(self.trl_config_class()).parse_dict(values, allow_extra_keys=False)
+        from lwm.train.device import fit_field_names, trainer_defaults
+
+        cls = self.trl_config_class()
+        values = {**trainer_defaults(), **fit_field_names(self.trl_defaults, cls), **fit_field_names(self.trainer, cls),
+                  "output_dir": self.output_dir, **fixed}
+        (args,) = HfArgumentParser(cls).parse_dict(values, allow_extra_keys=False)
         return args
 
     @property
