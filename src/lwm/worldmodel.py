@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Collection, Coroutine, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,8 +29,10 @@ from lwm.conversation import (
     fit,
 )
 from lwm.domains import Domain, get_domain
+from lwm.edits import Applied, apply_answer
 from lwm.guard import Ledger
-from lwm.parsing import parse_answer
+from lwm.parsing import parse_answer, strip_marker
+from lwm.retrieval import TransitionIndex, guide
 from lwm.types import Action, Observation, Trajectory
 
 __all__ = ["MESSAGE_OVERHEAD", "ContextOverflowError", "Prompt", "WorldModel", "run_sync"]
@@ -49,6 +51,9 @@ class WorldModel:
         stop_at_answer: bool | None = None,
         guard: bool = False,
         guard_retries: int = 2,
+        edits: bool = False,
+        retriever: TransitionIndex | None = None,
+        examples: int = 2,
         **backend_options: Any,
     ):
         self.backend: Backend = backend if backend is not None and not isinstance(backend, str) \
@@ -63,6 +68,8 @@ class WorldModel:
             self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
         self.guard, self.guard_retries = guard, guard_retries
+        # Edits (lwm.edits) are asked for only when ``edits``; an edit answer is applied whatever asked for it.
+        self.edits, self.retriever, self.examples = edits, retriever, examples
 
     # --- messages ------------------------------------------------------------------------------
     def budget(self, reserve: int | None = None) -> Budget:
@@ -92,19 +99,38 @@ class WorldModel:
         return await self.complete(self.conversation(trajectory, action), domain, config)
 
     async def complete(self, conv: Conversation, domain: Domain | None = None,
-                       config: GenerateConfig | None = None) -> Observation:
+                       config: GenerateConfig | None = None, exclude: Collection[str] = ()) -> Observation:
         """Ask the model about a laid-out session (e.g. a benchmark sample), inside its window; parse and
-        cache the answer."""
-        prompt = fit(conv, self.budget(None if config is None else config.max_tokens))
-        observation = await self.generate(prompt.messages, domain, config)
+        cache the answer, and apply it when it is an edit. ``exclude``: trajectory ids retrieval must not
+        show (the session's own, in an evaluation)."""
+        guided, shown = self.guided(conv, domain, exclude)
+        history = [strip_marker(assistant) for _, assistant in conv.pairs]
+        examples = [t.after for t in shown]
+
+        def resolve(content: str) -> Applied:
+            return apply_answer(content, history, examples)
+
+        prompt = fit(guided, self.budget(None if config is None else config.max_tokens))
+        observation = await self.generate(prompt.messages, domain, config, resolve)
         if self.guard and conv.current is not None:
-            observation = await self._guarded(conv, prompt.messages, observation, domain, config or self.config)
+            observation = await self._guarded(conv, prompt.messages, observation, domain, config or self.config,
+                                              resolve)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
+        if shown:
+            metadata["retrieved"] = [f"{t.trajectory}-t{t.turn}" for t in shown]
         return observation.model_copy(update={"metadata": metadata})
 
+    def guided(self, conv: Conversation, domain: Domain | None,
+               exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:
+        """``conv`` with what lwm's own guidance adds to the system prompt (how to answer with edits, the
+        retrieved real transitions), and the transitions shown."""
+        return guide(conv, domain.name if domain else None, edits=self.edits, retriever=self.retriever,
+                     examples=self.examples, exclude=exclude)
+
     async def _guarded(self, conv: Conversation, messages: list[Message], first: Observation,
-                       domain: Domain | None, config: GenerateConfig) -> Observation:
+                       domain: Domain | None, config: GenerateConfig,
+                       resolve: Callable[[str], Applied] | None = None) -> Observation:
         """The consistency guard (``lwm.guard``): sample again while the answer contradicts what the session
         fixed, keep the candidate with the fewest conflicts, and repair what is left where that is certain."""
         ledger = Ledger.from_pairs(conv.pairs)
@@ -114,7 +140,7 @@ class WorldModel:
             tries += 1
             again = config.model_copy(update={"temperature": max(config.temperature, 0.7),
                                               "seed": (config.seed or 0) + 7919 * tries})
-            candidate = await self.generate(messages, domain, again)
+            candidate = await self.generate(messages, domain, again, resolve)
             left = ledger.conflicts(conv.current or "", candidate.content)
             if len(left) < len(conflicts):
                 best, conflicts = candidate, left
@@ -127,8 +153,10 @@ class WorldModel:
         return best.model_copy(update={"metadata": {**best.metadata, "guard": guard}})
 
     async def generate(self, messages: list[Message], domain: Domain | None = None,
-                       config: GenerateConfig | None = None) -> Observation:
-        """Ask the model with ready messages as they are (no fitting); parse and cache the answer."""
+                       config: GenerateConfig | None = None,
+                       resolve: Callable[[str], Applied] | None = None) -> Observation:
+        """Ask the model with ready messages as they are (no fitting); parse and cache the answer.
+        ``resolve`` turns an edit answer into the whole observation (``complete`` knows the bases)."""
         config = config or self.config
         use_cache = self.cache is not None and config.deterministic
         key = cache_key(self.backend.name, messages, config) if use_cache else ""
@@ -139,16 +167,15 @@ class WorldModel:
             if use_cache:
                 self.cache.put(key, self.backend.name, generation)
         parsed = (domain.parse if domain else parse_answer)(generation.text, reasoning=generation.reasoning)
-        return Observation(
-            content=parsed.content,
-            raw=generation.text,
-            reasoning=parsed.reasoning,
-            metadata={
-                "model": self.backend.name, "parse": parsed.status, "cached": cached,
-                "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
-                "finish_reason": generation.finish_reason,
-            },
-        )
+        applied = resolve(parsed.content) if resolve is not None else Applied(parsed.content, "whole")
+        metadata: dict[str, Any] = {
+            "model": self.backend.name, "parse": parsed.status, "cached": cached,
+            "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
+            "finish_reason": generation.finish_reason,
+        }
+        if applied.status != "whole":
+            metadata["edit"] = applied.metadata()
+        return Observation(content=applied.content, raw=generation.text, reasoning=parsed.reasoning, metadata=metadata)
 
     async def predict_many(self, items: Iterable[tuple[Trajectory, Action | Any]]) -> list[Observation]:
         """Predictions for many (trajectory, action) pairs, run concurrently, in input order."""

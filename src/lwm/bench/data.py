@@ -79,6 +79,12 @@ class BenchSample(BaseModel):
         return remove_marker(self.raw_reference)
 
     @property
+    def trajectory_id(self) -> str:
+        """The trajectory this sample is a turn of (``lwm bench export`` names samples ``<trajectory>-t<k>``)."""
+        head, sep, turn = self.id.rpartition("-t")
+        return head if sep and turn.isdigit() else self.id
+
+    @property
     def prefix_key(self) -> str:
         """Samples of one trajectory share this: the system prompt and the first action."""
         head = self.system_str + "\x00" + (self.prompt[0] if self.prompt else "")

@@ -96,7 +96,7 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
         wanted = budgets[sample.domain] if budgets and sample.domain in budgets else wm.config.max_tokens
         if protocol is None:
             config = wm.config.model_copy(update={"max_tokens": wanted}) if budgets else None
-            return await wm.complete(sample.conversation(), domain, config)
+            return await wm.complete(sample.conversation(), domain, config, exclude={sample.trajectory_id})
         messages = protocol.inference_messages(sample)
         config = wm.config.model_copy(update={"max_tokens": wm.answer_room(messages, wanted)})
         return await wm.generate(messages, domain, config)
@@ -108,8 +108,10 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             try:
                 obs = await predict(sample)
                 tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG
+                # An edit answer is judged as the whole observation lwm made of it; any other as published.
+                extracted = obs.content if "edit" in obs.metadata else published_output(obs.raw or "", tag)
                 row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
-                                                 extracted_output=published_output(obs.raw or "", tag),
+                                                 extracted_output=extracted,
                                                  parse=obs.metadata["parse"], cached=obs.metadata["cached"],
                                                  model=obs.metadata["model"]))
             except ContextOverflowError as exc:

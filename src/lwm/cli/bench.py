@@ -193,6 +193,9 @@ def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, co
            force_new: bool, protocol: PublishedProtocol | None) -> list[BenchSample]:
     """Predict the first ``limit`` samples of each domain (all with None) and return them; answer budgets
     are sized on the whole data, so that --limit does not change them."""
+    if protocol and (options.edits or options.retrieve):
+        raise fail("--protocol sends the published script's requests as they are: --edits and --retrieve add to "
+                   "them, so they are not used with it", 2)
     every = _samples(data)
     samples = _first(every, limit)
     options = _sampling(options, protocol)
@@ -203,7 +206,9 @@ def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, co
                       "one): " + ", ".join(f"{d} {n}" for d, n in sorted(budgets.items())))
     _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
                           "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data),
-                          "protocol": protocol.revision if protocol else None, "guard": options.guard or None},
+                          "protocol": protocol.revision if protocol else None, "guard": options.guard or None,
+                          "edits": options.edits or None, "examples": options.examples if wm.retriever else None,
+                          "retrieve": [digest(Path(p)) for p in options.retrieve] if options.retrieve else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
     update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))

@@ -125,10 +125,24 @@ def build_cmd(
                                                         "that domain (repeat; unnamed domains are dropped).")]
     = None,
     seed: Annotated[int, typer.Option(help="Seed for --take.")] = 0,
+    edits: Annotated[bool, typer.Option("--edits", help="sft/rl: prompts say edits are welcome, and each answer is "
+                                        "the shortest of the whole observation and an edit against the previous, "
+                                        "an earlier or a retrieved one.")] = False,
+    retrieve: Annotated[bool, typer.Option("--retrieve", help="sft/rl: show each prompt the nearest real "
+                                           "transitions of the inputs (never the row's own trajectory).")] = False,
+    examples: Annotated[int, typer.Option(help="With --retrieve: transitions per prompt.")] = 2,
 ) -> None:
     """Build a training set for one stage, in the layout the WorldModel uses at inference."""
     console = Console()
     trajectories = load(inputs)
+    guided = None
+    if edits or retrieve:
+        from lwm.data.build import Guidance
+        from lwm.retrieval import TransitionIndex
+
+        with console.status("indexing the inputs' transitions for --retrieve"):
+            index = TransitionIndex.build(trajectories) if retrieve else None
+        guided = Guidance(edits=edits, retriever=index, examples=examples)
     heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
     skipped: list[str] = []
     try:
@@ -137,7 +151,8 @@ def build_cmd(
         raise typer.BadParameter(f"--take wants DOMAIN=N, got {take}") from None
     try:
         count = build(stage, trajectories, out, heldout_ids=heldout_ids, compact=compact,  # type: ignore[arg-type]
-                      block_chars=block_chars, max_tokens=max_tokens, skipped=skipped, take=counts, seed=seed)
+                      block_chars=block_chars, max_tokens=max_tokens, skipped=skipped, take=counts, seed=seed,
+                      guided=guided)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     console.print(f"{count} {stage} rows from {len(trajectories)} trajectories written to {out}")

@@ -32,10 +32,16 @@ Retries = Annotated[int, typer.Option(help="Retries of a server's (openai:) fail
 Guard = Annotated[bool, typer.Option("--guard", help="Consistency guard: check each prediction against the facts "
                                      "the session fixed (repeated reads, entity fields); sample again or repair "
                                      "on conflict.")]
+Edits = Annotated[bool, typer.Option("--edits", help="Let the model answer with edits against an earlier "
+                                     "observation (lwm.edits); lwm applies them. Any answer may be an edit.")]
+Retrieve = Annotated[list[Path] | None, typer.Option(help="Show the model the nearest real transitions from these "
+                                                     "trajectory files or collections (never a held-out split's); "
+                                                     "off when not given.")]
+Examples = Annotated[int, typer.Option(help="With --retrieve: how many real transitions each prompt shows.")]
 DEFAULT_MODEL = DEFAULT_SPEC
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
-             "retries": Retries, "guard": Guard}
+             "retries": Retries, "guard": Guard, "edits": Edits, "retrieve": Retrieve, "examples": Examples}
 INTERACTIVE = {"timeout": 30.0, "retries": 1}
 """Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
 
@@ -55,12 +61,34 @@ class ModelOptions:
     timeout: float = 300.0
     retries: int = 5
     guard: bool = False
+    edits: bool = False
+    retrieve: list[Path] | None = None
+    examples: int = 2
 
     def world_model(self, concurrency: int | None = None) -> WorldModel:
         config = GenerateConfig(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens)
         return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
                           base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
-                          timeout=self.timeout, max_retries=self.retries, guard=self.guard)
+                          timeout=self.timeout, max_retries=self.retries, guard=self.guard, edits=self.edits,
+                          retriever=self.retriever(), examples=self.examples)
+
+    def retriever(self) -> Any:
+        """The transition index of ``--retrieve`` (built once into the cache, said so), or None."""
+        if not self.retrieve:
+            return None
+        import os
+        import sys
+
+        from platformdirs import user_cache_dir
+
+        from lwm.retrieval import TransitionIndex
+
+        folder = Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm")) / "retrieval"
+
+        def said(domain: str, seconds: float) -> None:
+            print(f"lwm: indexed the {domain} transitions of --retrieve in {seconds:.1f} s", file=sys.stderr)
+
+        return TransitionIndex.cached([Path(p) for p in self.retrieve], folder, progress=said)
 
 
 EnvOption = Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "

@@ -17,6 +17,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -62,42 +63,80 @@ def cpt_rows(trajectories: Iterable[Trajectory], block_chars: int = 8000) -> Ite
         yield {"text": SEPARATOR.join(block)}
 
 
-def _answer(turn: Any) -> str:
+@dataclass(frozen=True)
+class Guidance:
+    """What lwm's own models are asked with beyond the published layout (``lwm.retrieval.guide``): edit
+    answers where they are shorter, and retrieved real transitions (never the row's own trajectory)."""
+
+    edits: bool = False
+    retriever: Any = None
+    examples: int = 2
+    recent: int = 4
+    """Edit targets consider the previous observation and this many earlier ones as bases."""
+    unseen_share: float = 0.5
+    """Share of trajectories whose rows retrieve nothing from their own source, as an evaluation on held-out
+    sources retrieves: the model learns both to copy a near example and to do without one."""
+
+    def exclude_sources(self, trajectory: Trajectory) -> set[str]:
+        import hashlib
+
+        from lwm.data.sources import source_of
+
+        draw = int.from_bytes(hashlib.sha256(trajectory.id.encode()).digest()[:4], "big") / 2**32
+        return {source_of(trajectory)} if draw < self.unseen_share else set()
+
+
+def _answer(turn: Any, content: str | None = None) -> str:
     think = f"<think>\n{turn.observation.reasoning}\n</think>\n" if turn.observation.reasoning else ""
-    return f"{think}<predicted_observation>\n{turn.observation.content}\n</predicted_observation>"
+    return f"{think}<predicted_observation>\n{content or turn.observation.content}\n</predicted_observation>"
 
 
 def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int | None = None,
-             skipped: list[str] | None = None) -> Iterator[tuple[Trajectory, int, Conversation, list]]:
-    """Each turn's conversation and its messages, laid out as at inference. Under a token budget, the
-    answer's tokens (up to half the budget; a longer answer is cut by the trainer) are reserved, and a
-    turn whose system prompt and action alone do not fit is skipped and named in ``skipped``."""
+             skipped: list[str] | None = None, guided: Guidance | None = None,
+             ) -> Iterator[tuple[Trajectory, int, Conversation, list, str]]:
+    """Each turn's conversation, its messages laid out as at inference, and the answer to learn. Under a
+    token budget, the answer's tokens (up to half the budget; a longer answer is cut by the trainer) are
+    reserved, and a turn whose system prompt and action alone do not fit is skipped and named in ``skipped``."""
+    from lwm.edits import shortest_answer
+    from lwm.retrieval import guide
+
     count = _counter(max_tokens)
+    guided = guided or Guidance()
     for trajectory in trajectories:
         domain = get_domain(trajectory.domain)
         for k, turn in enumerate(trajectory.turns):
             laid_out = conversation(domain, trajectory.context, trajectory.turns[:k], turn.action, compact=compact)
-            reserve = 0 if max_tokens is None else min(count(_answer(turn)) + MESSAGE_OVERHEAD, max_tokens // 2)
+            prompted, shown = guide(laid_out, trajectory.domain, edits=guided.edits, retriever=guided.retriever,
+                                    examples=guided.examples, exclude={trajectory.id},
+                                    exclude_sources=guided.exclude_sources(trajectory) if guided.retriever else ())
+            answer = _answer(turn)
+            if guided.edits:
+                bases = {f"turn {j + 1}": trajectory.turns[j].observation.content
+                         for j in range(max(0, k - 1 - guided.recent), k - 1)}
+                bases.update({f"example {n}": t.after for n, t in enumerate(shown, start=1)})
+                if k:
+                    bases["previous"] = trajectory.turns[k - 1].observation.content
+                answer = _answer(turn, shortest_answer(turn.observation.content, bases))
+            reserve = 0 if max_tokens is None else min(count(answer) + MESSAGE_OVERHEAD, max_tokens // 2)
             try:
-                yield trajectory, k, laid_out, fit(laid_out, Budget(max_tokens, reserve, count)).messages
+                yield trajectory, k, laid_out, fit(prompted, Budget(max_tokens, reserve, count)).messages, answer
             except ContextOverflowError:
                 if skipped is not None:
                     skipped.append(f"{trajectory.id}-t{k + 1}")
 
 
 def sft_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
-             skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
-    for trajectory, k, _, messages in _prompts(trajectories, compact, max_tokens, skipped):
-        turn = trajectory.turns[k]
+             skipped: list[str] | None = None, guided: Guidance | None = None) -> Iterator[dict[str, Any]]:
+    for trajectory, k, _, messages, answer in _prompts(trajectories, compact, max_tokens, skipped, guided):
         yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
-               "completion": [{"role": "assistant", "content": _answer(turn)}]}
+               "completion": [{"role": "assistant", "content": answer}]}
 
 
 def rl_rows(trajectories: Iterable[Trajectory], compact: bool = False, max_tokens: int | None = None,
-            skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
+            skipped: list[str] | None = None, guided: Guidance | None = None) -> Iterator[dict[str, Any]]:
     """The prompt to sample from, plus what the reward scores against: the real observation and the
     whole history (every earlier pair, as the benchmark sample of this turn holds it)."""
-    for trajectory, k, laid_out, messages in _prompts(trajectories, compact, max_tokens, skipped):
+    for trajectory, k, laid_out, messages, _ in _prompts(trajectories, compact, max_tokens, skipped, guided):
         yield {"id": f"{trajectory.id}-t{k + 1}", "domain": trajectory.domain, "prompt": messages,
                "reference": trajectory.turns[k].observation.content,
                "history": [list(pair) for pair in laid_out.pairs]}
@@ -128,7 +167,8 @@ def take_per_domain(rows: Iterable[dict[str, Any]], take: dict[str, int], seed: 
 
 def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, heldout_ids: set[str] | None = None,
           compact: bool = False, block_chars: int = 8000, max_tokens: int | None = None,
-          skipped: list[str] | None = None, take: dict[str, int] | None = None, seed: int = 0) -> int:
+          skipped: list[str] | None = None, take: dict[str, int] | None = None, seed: int = 0,
+          guided: Guidance | None = None) -> int:
     """Write the stage's JSONL to ``out``; returns the number of rows. ``max_tokens`` (sft, rl) keeps each
     row inside that many tokens; turns that cannot fit are left out and named in ``skipped``. ``take``
     (sft, rl) keeps a seeded sample of that many rows per domain (``take_per_domain``)."""
@@ -136,9 +176,9 @@ def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, held
     if stage == "cpt":
         rows: Iterable[dict[str, Any]] = cpt_rows(trajectories, block_chars)
     elif stage == "sft":
-        rows = sft_rows(trajectories, compact, max_tokens, skipped)
+        rows = sft_rows(trajectories, compact, max_tokens, skipped, guided)
     elif stage == "rl":
-        rows = rl_rows(trajectories, compact, max_tokens, skipped)
+        rows = rl_rows(trajectories, compact, max_tokens, skipped, guided)
     else:
         raise ValueError(f"unknown stage {stage!r}; use cpt, sft or rl")
     if take:

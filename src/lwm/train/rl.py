@@ -15,7 +15,8 @@ from typing import Any
 
 from lwm.bench.data import BenchSample
 from lwm.bench.scorer import Scorer, load_scorer
-from lwm.parsing import parse_answer
+from lwm.edits import apply_answer
+from lwm.parsing import parse_answer, strip_marker
 from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import RLStageConfig
 from lwm.worldmodel import run_sync
@@ -47,8 +48,11 @@ def scorer_reward(scorer: Scorer, concurrency: int = 8) -> Callable[..., list[fl
     training nor rewards the policy."""
 
     async def score(limit: asyncio.Semaphore, sample: BenchSample, completion: Any) -> float:
+        # An edit answer is scored as the whole observation it stands for, as inference would show it.
+        history = [strip_marker(a) for a in sample.response[:-1]]
+        prediction = apply_answer(parse_answer(_text(completion)).content, history).content
         async with limit:
-            verdict = await scorer.score(sample, parse_answer(_text(completion)).content)
+            verdict = await scorer.score(sample, prediction)
         if verdict.failed:
             log.warning("%s reward: %s", scorer.name, verdict.error_message)
         return verdict.reward

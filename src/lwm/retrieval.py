@@ -1,0 +1,220 @@
+"""Real transitions retrieved per step: the nearest (action, observation before, observation after) of the
+corpus, shown to the world model as examples, so it copies real facts and formats instead of recalling them.
+
+``TransitionIndex.build(trajectories)`` indexes every turn of a trajectory store with bm25s, one index per
+domain, over the action and the end of the observation before it. Evaluation must never see what it is
+scored on: an index is built from the training side of a split (``exclude_sources`` drops held-out sources
+at build time too), and each search leaves out the session's own trajectory and any source it is told to.
+``TransitionIndex.cached(paths, folder)`` builds once into a folder keyed by the inputs and reuses it; a
+killed build leaves no index behind (each domain's part is written to a temporary name, then renamed),
+and a rerun builds only the parts that are missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lwm.conversation import Conversation
+from lwm.edits import guidance
+from lwm.parsing import strip_marker
+from lwm.types import Trajectory
+
+BEFORE_CHARS = 300
+"""How much of the observation before an example's action the prompt shows (its end: where a terminal's
+cursor, the result of the last call, stands)."""
+AFTER_CHARS = 700
+"""How much of an example's observation after the action the prompt shows."""
+QUERY_BEFORE_CHARS = 400
+FORMAT = 1
+_FENCE = re.compile(r"```[a-z]*\n(.*?)\n```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Transition:
+    domain: str
+    source: str
+    trajectory: str
+    turn: int
+    """1-based index of the turn in its trajectory."""
+    action: str
+    before: str
+    after: str
+
+
+def action_text(rendered: str) -> str:
+    """The action itself from a rendered turn (``### Turn k`` / ``**Action:**`` and a code fence)."""
+    found = _FENCE.search(rendered)
+    return found.group(1) if found else rendered
+
+
+def transitions(trajectories: Iterable[Trajectory], exclude_sources: Collection[str] = ()) -> list[Transition]:
+    from lwm.data.sources import source_of
+    from lwm.domains import get_domain
+
+    out = []
+    for trajectory in trajectories:
+        source = source_of(trajectory)
+        if source in exclude_sources:
+            continue
+        domain = get_domain(trajectory.domain)
+        before = str(trajectory.context.initial_state or "")
+        for k, turn in enumerate(trajectory.turns, start=1):
+            out.append(Transition(trajectory.domain, source, trajectory.id, k, domain.format_action(turn.action),
+                                  before, turn.observation.content))
+            before = turn.observation.content
+    return out
+
+
+def _query(action: str, before: str) -> str:
+    return f"{action}\n{before[-QUERY_BEFORE_CHARS:]}"
+
+
+class TransitionIndex:
+    """Per-domain bm25s indexes over real transitions."""
+
+    def __init__(self, parts: dict[str, tuple[list[Transition], Any]]):
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(items) for items, _ in self.parts.values())
+
+    @staticmethod
+    def _index(items: list[Transition]) -> Any:
+        import bm25s
+
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize([_query(t.action, t.before) for t in items], stopwords=None,
+                                       show_progress=False), show_progress=False)
+        return retriever
+
+    @classmethod
+    def build(cls, trajectories: Iterable[Trajectory], exclude_sources: Collection[str] = ()) -> TransitionIndex:
+        by_domain: dict[str, list[Transition]] = {}
+        for t in transitions(trajectories, exclude_sources):
+            by_domain.setdefault(t.domain, []).append(t)
+        return cls({domain: (items, cls._index(items)) for domain, items in by_domain.items()})
+
+    def search(self, domain: str, action: str, before: str, k: int = 2, *,
+               exclude_trajectories: Collection[str] = (), exclude_sources: Collection[str] = ()) -> list[Transition]:
+        """The ``k`` nearest transitions of ``domain`` to ``action`` after ``before``, leaving out the given
+        trajectories and sources (at most one example per trajectory: variety over near-copies)."""
+        import bm25s
+
+        part = self.parts.get(domain)
+        if part is None or k <= 0:
+            return []
+        items, retriever = part
+        tokens = bm25s.tokenize([_query(action, before)], stopwords=None, show_progress=False)
+        if not tokens.vocab:
+            return []
+        ids, scores = retriever.retrieve(tokens, k=min(len(items), max(50, 10 * k)), show_progress=False)
+        found: list[Transition] = []
+        seen: set[str] = set()
+        for i, score in zip(ids[0], scores[0], strict=True):
+            t = items[int(i)]
+            if score <= 0 or t.trajectory in exclude_trajectories or t.source in exclude_sources \
+                    or t.trajectory in seen:
+                continue
+            seen.add(t.trajectory)
+            found.append(t)
+            if len(found) == k:
+                break
+        return found
+
+    # --- on disk -----------------------------------------------------------------------------------
+    def save(self, folder: Path) -> None:
+        for domain, (items, retriever) in self.parts.items():
+            _save_part(folder, domain, items, retriever)
+
+    @classmethod
+    def load(cls, folder: Path) -> TransitionIndex:
+        import bm25s
+
+        parts = {}
+        for part in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "transitions.jsonl").is_file()):
+            with (part / "transitions.jsonl").open(encoding="utf-8") as handle:
+                items = [Transition(**json.loads(line)) for line in handle]
+            parts[part.name] = (items, bm25s.BM25.load(str(part / "bm25")))
+        return cls(parts)
+
+    @classmethod
+    def cached(cls, paths: Sequence[Path], folder: Path, exclude_sources: Collection[str] = (),
+               progress: Any = None) -> TransitionIndex:
+        """The index of the trajectory files ``paths`` (less ``exclude_sources``) in ``folder``/<key>: built
+        where missing, domain by domain, and reused after. ``progress(domain, seconds)`` hears of each part
+        built."""
+        from lwm.data.store import read_trajectories
+        from lwm.runfolder import digest
+
+        key = hashlib.sha256(json.dumps({"format": FORMAT, "exclude": sorted(exclude_sources),
+                                         "inputs": [digest(Path(p)) for p in paths]}).encode())
+        root = Path(folder) / key.hexdigest()[:16]
+        domains = sorted({t.domain for p in paths for t in read_trajectories(p)})
+        missing = [d for d in domains if not (root / d / "transitions.jsonl").is_file()]
+        if missing:
+            trajectories = [t for p in paths for t in read_trajectories(p) if t.domain in missing]
+            by_domain: dict[str, list[Transition]] = {}
+            for t in transitions(trajectories, exclude_sources):
+                by_domain.setdefault(t.domain, []).append(t)
+            for domain, items in by_domain.items():
+                started = time.perf_counter()
+                _save_part(root, domain, items, cls._index(items))
+                if progress is not None:
+                    progress(domain, time.perf_counter() - started)
+        return cls.load(root) if root.is_dir() else cls({})
+
+
+def _save_part(folder: Path, domain: str, items: list[Transition], retriever: Any) -> None:
+    """One domain's part, written under a temporary name and renamed: a killed build leaves no half part."""
+    import shutil
+
+    final = folder / domain
+    staging = folder / f".{domain}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    retriever.save(str(staging / "bm25"))
+    with (staging / "transitions.jsonl").open("w", encoding="utf-8") as handle:
+        for t in items:
+            handle.write(json.dumps(asdict(t), ensure_ascii=False) + "\n")
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+
+
+def examples_block(examples: Sequence[Transition]) -> str:
+    """The examples as the system prompt shows them (``example N`` is also an edit base)."""
+    if not examples:
+        return ""
+    parts = ["\n\nReal transitions recorded in similar environments (for format and facts; this session's "
+             "environment may differ):"]
+    for n, t in enumerate(examples, start=1):
+        before = t.before[-BEFORE_CHARS:]
+        after = t.after if len(t.after) <= AFTER_CHARS else t.after[:AFTER_CHARS] + "\n[...]"
+        parts.append(f"\n### Example {n} ({t.source})\nObservation before (end):\n{before}\nAction:\n{t.action}\n"
+                     f"Observation after:\n{after}")
+    return "\n".join(parts)
+
+
+def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retriever: TransitionIndex | None = None,
+          examples: int = 2, exclude: Collection[str] = (),
+          exclude_sources: Collection[str] = ()) -> tuple[Conversation, list[Transition]]:
+    """``conv`` with what lwm's own guidance adds to its system prompt — the retrieved real transitions and
+    how to answer with edits — and the transitions shown. Inference and training data both lay prompts out
+    through here, so a model is trained on the prompts it is asked with."""
+    import dataclasses
+
+    if conv.system is None or conv.current is None or (not edits and retriever is None):
+        return conv, []
+    shown: list[Transition] = []
+    if retriever is not None and domain is not None:
+        before = strip_marker(conv.pairs[-1][1]) if conv.pairs else ""
+        shown = retriever.search(domain, action_text(conv.current), before, examples, exclude_trajectories=exclude,
+                                 exclude_sources=exclude_sources)
+    extra = examples_block(shown) + (guidance(bool(shown)) if edits else "")
+    return dataclasses.replace(conv, system=conv.system + extra), shown
