@@ -87,3 +87,22 @@ def test_a_later_stage_keeps_training_the_earlier_stage_adapter(tmp_path, tiny_m
     assert any(not (before[k] == after[k]).all() for k in before)  # ...trained further
     config = json.loads((tmp_path / "b" / "final" / "adapter_config.json").read_text())
     assert config["r"] == 4 and config["base_model_name_or_path"] == str(tiny_model_dir)
+
+
+def test_max_minutes_ends_a_run_at_a_checkpoint_and_a_rerun_resumes_it(tmp_path, tiny_model_dir):
+    from lwm.train.sft import train_sft
+
+    data = tmp_path / "sft.jsonl"
+    build("sft", [trajectory(d) for d in ("terminal", "mcp", "swe")], data, compact=True)
+
+    def config(minutes):
+        return SFTStageConfig(data=str(data), output_dir=str(tmp_path / "run"), model=str(tiny_model_dir),
+                              max_minutes=minutes, lora_target_modules=["q_proj", "v_proj"],
+                              trainer={"max_steps": 50, "per_device_train_batch_size": 1, "max_length": 2048,
+                                       "save_steps": 1000})
+    first = train_sft(config(1e-6))  # the deadline has passed by the end of the first step
+    assert first["stopped_early"] and first["global_step"] == 1
+    assert (tmp_path / "run" / "checkpoint-1").is_dir() and (tmp_path / "run" / "final").is_dir()
+    second = train_sft(config(None))
+    assert second["resumed_from"].endswith("checkpoint-1") and second["global_step"] == 50
+    assert not second["stopped_early"]

