@@ -140,3 +140,48 @@ def test_an_agent_frameworks_mcp_client_uses_the_mirror_unchanged():
         result = Agent(FunctionModel(policy), toolsets=[MCPToolset(f"{server.url}/mcp")]).run_sync("look up k1")
     mirror.close()
     assert shown == ["lookup"] and result.output.startswith("the tool said: mock observation")
+
+
+def test_one_stdio_connection_is_one_session_for_every_call(tmp_path):
+    """The SDK makes a new session object per request: 120 calls on one stdio connection are still one history."""
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+
+    async def run() -> list:
+        params = StdioServerParameters(command=LWM, args=["serve", "mcp", "--tools", str(tools), "--model", "mock",
+                                                          "--max-sessions", "2", "--store", str(tmp_path / "s")])
+        async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            return await _calls(session, [("lookup", {"key": f"k{i}"}) for i in range(120)])
+
+    answers = asyncio.run(run())
+    assert not any(a.is_error for a in answers)  # none refused as "all sessions in use"
+    assert len({a.meta["lwm/session"] for a in answers}) == 1
+    recorded = list(read_trajectories(tmp_path / "s"))
+    assert sum(len(t.turns) for t in recorded) == 120 and len({t.provenance.extra.get("session") for t in recorded}) == 1
+
+
+@needs_sandbox
+def test_a_real_mirror_over_stdio_keeps_the_servers_state_between_calls(tmp_path):
+    entity = {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}
+
+    async def run() -> list:
+        params = StdioServerParameters(command=LWM, args=["serve", "mcp", "--mirror", "memory", "--mode", "real"])
+        async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            return await _calls(session, [("create_entities", {"entities": [entity]}), ("read_graph", {})])
+
+    created, graph = asyncio.run(run())
+    assert not created.is_error and "wrote the first program" in graph.content[0].text
+
+
+def test_the_simulated_mirror_refuses_calls_the_real_server_would_refuse():
+    mirror = MirrorServer(ServeConfig(domain="mcp", model="mock"), TOOLS)
+    with served(mirror) as server:
+        _, (unknown, missing, wrong, fine) = asyncio.run(over_http(f"{server.url}/mcp", [
+            ("nosuch", {}), ("lookup", {}), ("lookup", {"key": 7}), ("lookup", {"key": "k"})]))
+    mirror.close()
+    assert unknown.is_error and unknown.content[0].text == "Unknown tool: nosuch"
+    assert missing.is_error and "'key' is a required property" in missing.content[0].text
+    assert wrong.is_error and "key: 7 is not of type 'string'" in wrong.content[0].text
+    assert not fine.is_error and fine.content[0].text.startswith("mock observation")

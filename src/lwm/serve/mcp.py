@@ -73,15 +73,17 @@ class MirrorServer:
             config.mode, tools, world_model=self.sessions.world_model, real_options=real,  # type: ignore[arg-type]
             replay=replay, context=ctx or context))
         self.server = Server(name, version="0.1.0", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        self._stdio: str | None = None
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.listed)
 
     def _key(self, ctx: Any) -> str:
-        """One history per client: the streamable HTTP session id, else the connection."""
+        """One history per client: the streamable HTTP session id, or the one stdio connection (the SDK makes
+        a new session object per request, so the object cannot be the key)."""
         request = getattr(ctx, "request", None)
         header = request.headers.get("mcp-session-id") if request is not None else None
-        return header or f"connection-{id(ctx.session)}"
+        return header or self._stdio or f"connection-{id(ctx.session)}"
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
@@ -110,8 +112,11 @@ class MirrorServer:
                                     meta={SOURCE: meta.get("source", self.config.mode), "lwm/session": meta["session"]})
 
     async def run_stdio(self) -> None:
+        import uuid
+
         from mcp.server.stdio import stdio_server
 
+        self._stdio = f"stdio-{uuid.uuid4().hex[:8]}"  # a stdio server has one client: its parent process
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 

@@ -28,6 +28,24 @@ def call_key(action: Action | dict[str, Any]) -> str:
     return json.dumps({"name": content.get("name"), "arguments": content.get("arguments") or {}}, sort_keys=True)
 
 
+def invalid_call(tools: list[dict[str, Any]], action: Action) -> str | None:
+    """Why a real server would refuse ``action`` before running it (an unknown tool, arguments that break
+    the tool's input schema), in the words MCP servers use; None when it is a valid call."""
+    import jsonschema
+
+    name = action.content.get("name") if isinstance(action.content, dict) else None
+    tool = next((t for t in tools if t.get("name") == name), None)
+    if tool is None:
+        return f"Unknown tool: {name}"
+    schema = tool.get("inputSchema") or {"type": "object"}
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(action.content.get("arguments") or {}),
+                    key=lambda e: list(e.path))
+    if not errors:
+        return None
+    where = ".".join(str(p) for p in errors[0].path)
+    return f"Invalid arguments for tool {name}: " + (f"{where}: " if where else "") + errors[0].message
+
+
 class Replay:
     """Recorded answers by tool call. The same call asked again in a session gets the next recorded answer
     to it (a stateful server answers a repeated call differently), the last one once they run out."""
@@ -96,6 +114,10 @@ class MirrorEnv(TextEnv):
             observation = self.real.transition(action)
             return observation.model_copy(update={"metadata": {**observation.metadata, "source": "real"}})
         if self.world_model is not None:
+            invalid = invalid_call(self.context.tools, action)
+            if invalid is not None:  # the real server refuses it without running anything; so does the mirror
+                return Observation(content=invalid, metadata={"source": "sim", "tool_error": True,
+                                                              "tool": action.content.get("name")})
             observation = self.world_model.predict_sync(self.trajectory, action)
             return observation.model_copy(update={"metadata": {**observation.metadata, "source": "sim"}})
         return Observation(content=f"Error: no recorded answer for {call_key(action)}",
