@@ -54,7 +54,7 @@ def test_session_carries_history_and_handles_ctrl_c_and_ctrl_d(tmp_path):
     traj, text, prompts = run_session(["ls", KeyboardInterrupt(), "cd src", "", EOFError()], tmp_path)
     assert len(traj.turns) == 2
     assert "notes.txt  run.py" in text and "^C" in text and "No such file or directory" in text
-    assert prompts[0] == "user@lwm:~$ " and prompts[-1] == "user@lwm:~$ "
+    assert prompts[0] == "user@sandbox:~$ " and prompts[-1] == "user@lwm:~$ "
     assert Trajectory.load(tmp_path / "s.json") == traj
 
 
@@ -81,7 +81,7 @@ def test_real_terminal_session_in_tmux(tmp_path):
         assert polled(lambda: text in screen(), timeout), f"{text!r} never appeared:\n{screen()}"
 
     try:
-        wait_for("user@lwm:~$")
+        wait_for("user@sandbox:~$")
         subprocess.run(["tmux", "send-keys", "-t", name, "echo hi", "Enter"], check=True)
         wait_for("mock observation")
         subprocess.run(["tmux", "send-keys", "-t", name, "half typed", "C-c"], check=True)

@@ -37,7 +37,7 @@ def test_the_vector_env_shares_one_model_and_sends_its_steps_together():
         vec = gym.make_vec("lwm/Terminal-v0", num_envs=4, vectorization_mode="vector_entry_point",
                            model="openai:scripted", base_url=server.base_url)
         observations, _ = vec.reset(seed=0)
-        assert observations == ("user@lwm:~$ ",) * 4
+        assert observations == ("user@sandbox:~$ ",) * 4
         observations, rewards, terminated, truncated, info = vec.step((LS, LS, "not json", LS))
         vec.close()
         assert server.max_in_flight == 3  # three valid actions, all in flight at once

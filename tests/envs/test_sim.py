@@ -31,7 +31,7 @@ def test_check_env_passes_for_the_other_domains(domain):
 def test_episode_records_the_trajectory():
     env = make("terminal")
     obs, info = env.reset(seed=3)
-    assert obs == "user@lwm:~$ " and info["turn"] == 0
+    assert obs == "user@sandbox:~$ " and info["turn"] == 0
     action = json.dumps(SAMPLES["terminal"][0][0])
     obs, reward, terminated, truncated, info = env.step(action)
     assert obs.startswith("mock observation") and info["turn"] == 1 and info["model"] == "mock"
@@ -103,3 +103,10 @@ def test_time_limit_wrapper_truncates():
     step = json.dumps(SAMPLES["terminal"][0][0])
     assert env.step(step)[3] is False
     assert env.step(step)[3] is True
+
+
+def test_the_simulated_terminal_starts_at_the_real_terminals_prompt():
+    from lwm.domains import get_domain
+    from lwm.envs.real.terminal import PS1
+
+    assert get_domain("terminal").initial_state == PS1.replace("\\w", "~")

@@ -38,7 +38,7 @@ def test_requests_without_the_token_are_rejected_and_with_it_served():
         with pytest.raises(InvalidStatus, match="403"):  # the handshake is refused
             connect(server.url.replace("http", "ws") + "/ws")
         with GenericEnvClient(base_url=f"{server.url}/t/{TOKEN}").sync() as env:  # a client without headers
-            assert env.reset().observation["text"] == "user@lwm:~$ "
+            assert env.reset().observation["text"] == "user@sandbox:~$ "
 
 
 def ws_handshake(port: int, host: str) -> str:
@@ -70,9 +70,9 @@ def test_a_loopback_server_refuses_other_hosts_and_cross_origin_clients():
         # what loopback clients send still works: no Origin (openenv-core's client), or a local page's
         with connect(ws, origin=f"http://localhost:{server.port}") as socket:
             socket.send('{"type": "reset", "data": {}}')
-            assert "user@lwm" in socket.recv(timeout=10)
+            assert "user@sandbox" in socket.recv(timeout=10)
         with GenericEnvClient(base_url=server.url).sync() as env:
-            assert env.reset().observation["text"] == "user@lwm:~$ "
+            assert env.reset().observation["text"] == "user@sandbox:~$ "
         assert httpx.post(f"{server.url}/reset", json={}).status_code == 200
 
 

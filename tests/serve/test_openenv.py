@@ -29,7 +29,7 @@ def test_each_client_is_its_own_session_with_its_own_history_and_recording(tmp_p
         with ThreadedServer(openenv_app(config)) as server, client(server.url) as a, client(server.url) as b:
             first = a.reset(seed=1)
             b.reset(seed=2)
-            assert first.observation["text"] == "user@lwm:~$ " and first.observation["info"]["mode"] == "sim"
+            assert first.observation["text"] == "user@sandbox:~$ " and first.observation["info"]["mode"] == "sim"
             a.step({"action": [{"keystrokes": "echo only-in-a\n"}]})
             stepped = b.step({"action": [{"keystrokes": "echo only-in-b\n"}]})
             b.step(LS)

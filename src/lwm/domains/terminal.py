@@ -15,7 +15,7 @@ class Terminal(Domain):
     title = "Terminal"
     example_action = [{"keystrokes": "ls -la\n", "duration": 0.1}]
     shell_prompt = "$ "
-    initial_state = "user@lwm:~$ "
+    initial_state = "user@sandbox:~$ "  # what the real terminal (and the corpus) shows
 
     def normalize(self, content: Any) -> list[dict[str, Any]]:
         steps = [content] if isinstance(content, dict) else content
