@@ -90,7 +90,7 @@ def test_the_served_command_refuses_cross_origin_clients(tmp_path):
 
     lwm = str(Path(sys.executable).with_name("lwm"))
     server = subprocess.Popen([lwm, "serve", "openenv", "--model", "mock", "--port", str(port)],
-                              stderr=subprocess.DEVNULL)
+                              stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -103,6 +103,13 @@ def test_the_served_command_refuses_cross_origin_clients(tmp_path):
         assert httpx.get(f"http://127.0.0.1:{port}/health", headers={"Host": "evil.example"}).status_code == 421
         with pytest.raises(InvalidStatus, match="403"):
             connect(f"ws://127.0.0.1:{port}/ws", origin="http://evil.example")
+        for _ in range(3):  # clients that vanish mid-answer
+            socket = connect(f"ws://127.0.0.1:{port}/ws")
+            socket.send('{"type": "step", "data": {"action": [{"keystrokes": "ls\\n"}]}}')
+            socket.socket.shutdown(sockets.SHUT_RDWR)
+            socket.socket.close()
+        time.sleep(1)
     finally:
         server.terminate()
-        server.wait(10)
+        _, log = server.communicate(timeout=10)
+    assert "Traceback" not in log and len(log.strip().splitlines()) <= 2, log  # the banner, at most one more line

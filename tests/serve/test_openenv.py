@@ -90,3 +90,24 @@ def test_a_control_spec_perturbs_served_steps_and_is_recorded(tmp_path):
     (recorded,) = read_trajectories(tmp_path / "s")
     assert recorded.provenance.extra["control"]["perturbations"][0]["error"]["kinds"] == ["not_found"]
     assert recorded.turns[0].observation.metadata["perturbations"] == ["error:not_found"]
+
+
+def test_http_without_a_session_is_a_4xx_that_says_sessions_are_websocket_and_bodies_are_bounded():
+    import httpx
+
+    from lwm.serve.auth import MAX_BODY, guard
+
+    with ThreadedServer(guard(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
+        step = httpx.post(f"{server.url}/step", json={"action": LS})
+        assert step.status_code == 409 and "WebSocket" in step.json()["detail"]
+        big = httpx.post(f"{server.url}/reset", content=b" " * (MAX_BODY + 1),
+                         headers={"content-type": "application/json"})
+        assert big.status_code == 413
+
+        def streamed():
+            for _ in range(MAX_BODY // 2**20 + 2):
+                yield b" " * 2**20
+
+        assert httpx.post(f"{server.url}/reset", content=streamed(),
+                          headers={"content-type": "application/json"}).status_code == 413
+        assert httpx.post(f"{server.url}/reset", json={}).status_code == 200  # and the server goes on

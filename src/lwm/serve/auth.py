@@ -14,10 +14,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import socket
 from typing import Any
 
 PREFIX = "/t/"
+log = logging.getLogger("lwm.serve")
 
 
 class UnsafeBind(ValueError):
@@ -96,8 +98,71 @@ class LocalOnly:
         return await self.app(scope, receive, send)
 
 
+MAX_BODY = 8 * 2**20
+"""The largest HTTP request body a served environment reads (an action, a reset's context): 8 MiB."""
+
+
+class BodyLimit:
+    """ASGI middleware: an HTTP body over ``limit`` bytes gets 413 — by its Content-Length before anything is
+    read, or once a streamed body passes the limit."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if int(length or 0) > self.limit if length.isdigit() else False:
+            return await _refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
+        seen, started, refused = 0, False, False
+
+        async def bounded() -> dict[str, Any]:
+            nonlocal seen, refused
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit and not refused:
+                refused = True
+                if not started:
+                    await _refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
+                return {"type": "http.disconnect"}  # the app stops reading; its answer is dropped below
+            return message
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            if refused:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, bounded, sending)
+
+
+class QuietDisconnects:
+    """ASGI middleware: a WebSocket client that goes away mid-answer is one log line, not a traceback."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except (WebSocketDisconnect, ConnectionError) as exc:
+            log.info("client %s disconnected: %s", scope.get("client"), type(exc).__name__)
+        except Exception as exc:
+            if type(exc).__name__ != "ClientDisconnected":  # uvicorn's, raised by a send after the client left
+                raise
+            log.info("client %s disconnected before its answer was sent", scope.get("client"))
+
+
 def guard(app: Any, host: str, token: str | None) -> Any:
-    """The app as served on ``host``: behind the token when there is one, local-only when bound to loopback."""
+    """The app as served on ``host``: bodies bounded, disconnects quiet, behind the token when there is one,
+    local-only when bound to loopback."""
+    app = QuietDisconnects(BodyLimit(app))
     if token:
         app = TokenGuard(app, token)
     return LocalOnly(app) if is_loopback(host) else app

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from openenv.core.env_server import (
     Action,
     ConcurrencyConfig,
@@ -91,4 +93,11 @@ def openenv_app(config: ServeConfig, max_sessions: int = 64, idle_seconds: float
                                                                   session_timeout=idle_seconds))
     if world_model is not None:
         app.router.on_shutdown.append(world_model.close)
+
+    async def no_session(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": f"{exc}: sessions are WebSocket connections (/ws); "
+                                                                "HTTP /reset and /step are one-shot, each on a new "
+                                                                "environment"})
+
+    app.add_exception_handler(gym.error.ResetNeeded, no_session)
     return app
