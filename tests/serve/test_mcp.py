@@ -185,3 +185,14 @@ def test_the_simulated_mirror_refuses_calls_the_real_server_would_refuse():
     assert missing.is_error and "'key' is a required property" in missing.content[0].text
     assert wrong.is_error and "key: 7 is not of type 'string'" in wrong.content[0].text
     assert not fine.is_error and fine.content[0].text.startswith("mock observation")
+
+
+def test_an_unknown_mirror_is_one_line_naming_the_presets():
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "mcp", "--mirror", "nosuch", "--model", "mock"])
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "not a preset (memory" in result.output
+    assert "bwrap" not in result.output

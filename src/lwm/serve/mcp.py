@@ -9,6 +9,7 @@ recorded as a trajectory (with each step's source) when it ends or expires.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,9 @@ def real_options(mirror: str | None, sandbox: bool = True) -> dict[str, Any] | N
     if mirror.startswith(("http://", "https://")):
         return {"url": mirror}
     command, *args = mirror.split()
+    if shutil.which(command) is None:
+        raise ValueError(f"--mirror {mirror!r}: not a preset ({', '.join(PRESETS)}), an http(s) URL, or a command "
+                         f"found on PATH ({command!r} is not)")
     return {"command": command, "args": args, "sandbox": sandbox}
 
 
