@@ -47,6 +47,13 @@ def test_a_line_ending_in_a_semicolon_is_typed_whole(env):
     assert "x = 7;" in obs and "print(x * 6);" in obs and "\n42\n" in obs
 
 
+def test_a_chunk_starting_with_a_dash_is_typed_not_read_as_tmux_options(env):
+    env.reset()
+    obs, *_ = env.step(keys(("echo A", 0.1), ("-Z\n", 0.4), ("-n\n", 0.2), ("echo --version-of-nothing\n", 0.4)))
+    assert "echo A-Z" in obs and "\nA-Z\n" in obs and "-n: command not found" in obs
+    assert "\n--version-of-nothing\n" in obs
+
+
 def test_ctrl_c_interrupts_a_running_command(env):
     env.reset()
     obs, *_ = env.step(keys(("sleep 30\n", 0.3)))

@@ -122,7 +122,8 @@ class TerminalEnv(TextEnv):
                 if chunk:
                     # tmux reads an argument ending in ";" as a command separator, even with -l: escape it
                     literal = chunk[:-1] + "\\;" if chunk.endswith(";") else chunk
-                    self._pane.send_keys(literal, enter=False, literal=True)
+                    # "--" ends tmux's options: a chunk starting with "-" is text, not a flag
+                    self._pane.cmd("send-keys", "-l", "--", literal)
         time.sleep(duration)
 
     def transition(self, action: Action) -> Observation:
