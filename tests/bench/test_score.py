@@ -86,3 +86,32 @@ def test_paired_differences_count_wins_and_standard_error():
     t = paired["terminal"]
     assert (t["n"], t["wins"], t["ties"], t["losses"]) == (3, 1, 1, 1)
     assert t["mean"] == 0.0 and abs(t["se"] - 25 / 3 ** 0.5) < 1e-9  # diffs +25, 0, -25 points: sd 25
+
+
+def test_compare_uses_only_the_samples_every_run_has_and_refuses_runs_that_share_none(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    def run(name, scores):
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = [{"id": i, "task": "terminal", "failed": 0.0, "total_score": s, **dict.fromkeys(DIMS, s)}
+                for i, s in scores.items()]
+        (folder / "judged.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / "scores.json").write_text(json.dumps(aggregate(rows)))
+        return str(folder)
+
+    a = run("a", {"s1": 3.0, "s2": 3.0, "s3": 1.0})
+    b = run("b", {"s1": 4.0, "s2": 3.0})  # s3, which pulls a down, was not run here
+    c = run("c", {"x1": 5.0})
+    runner = CliRunner()
+    result = runner.invoke(app, ["bench", "compare", a, b], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "comparing on the 2 samples every run has (a has 3, b has 2)" in result.output
+    *_, overall = (line for line in result.output.splitlines() if "Overall" in line)  # the side-by-side table
+    assert "50.00" in overall and "62.50 (+12.50)" in overall  # a on s1, s2 only: (3 - 1) / 4
+    none = runner.invoke(app, ["bench", "compare", a, c])
+    assert none.exit_code == 2 and "share no samples" in none.output

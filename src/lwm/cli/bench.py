@@ -425,10 +425,21 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
     if missing:
         raise typer.BadParameter(f"no {SCORES} in {', '.join(missing)}: run lwm bench score there first")
     scores = [(p.name, json.loads((p / SCORES).read_text())) for p in runs]
+    judged = [_judged_rows(p) for p in runs]
+    if all(judged):  # scores of the samples every run has, so that no difference is one of sample sets
+        shared = set.intersection(*(set(rows) for rows in judged))
+        counts = ", ".join(f"{p.name} has {len(r)}" for p, r in zip(runs, judged, strict=True))
+        if not shared:
+            raise fail(f"the runs share no samples ({counts}): nothing to compare", 2)
+        if any(len(rows) != len(shared) for rows in judged):
+            console.print(f"comparing on the {len(shared)} samples every run has ({counts})")
+            scores = [(p.name, aggregate([row for key, row in rows.items() if key in shared]))
+                      for p, rows in zip(runs, judged, strict=True)]
+            judged = [{key: row for key, row in rows.items() if key in shared} for rows in judged]
     if len(runs) == 2:
         console.print(compare_table(scores[0][1], scores[1][1], (scores[0][0], scores[1][0])))
     console.print(side_by_side_table(scores))
-    first, last = _judged_rows(runs[0]), _judged_rows(runs[-1])
+    first, last = judged[0], judged[-1]
     if first and last:
         console.print(paired_table(paired_differences(first, last), (runs[0].name, runs[-1].name)))
 
