@@ -95,3 +95,23 @@ def test_a_source_distribution_is_unpacked(tmp_path):
         assert "calc/" in obs and env.root.name == "calc-0.1.0"
     finally:
         env.close()
+
+
+def test_odd_input_is_an_error_observation_never_a_hang_or_an_exception(env):
+    import os
+    import time
+
+    env.reset()
+    os.mkfifo(env.root / "pipe")
+    with open(env.root / "big.log", "wb") as handle:  # 1 GiB, sparse: nothing is written to disk
+        handle.truncate(2**30)
+    started = time.monotonic()
+    obs, _, _, _, info = env.step(call("read_file", path="pipe"))
+    assert obs == "Error: pipe is not a regular file" and info["tool_error"]
+    obs, *_ = env.step(call("read_file", path="big.log", start_line=1, end_line=1))
+    assert "larger than 4 MiB" in obs or len(obs) < 100
+    assert time.monotonic() - started < 5
+    for name, arguments in [("bash", {"command": "echo a\x00b"}), ("read_file", {"path": "calc\x00/ops.py"}),
+                            ("search", {"pattern": "def\x00"}), ("write_file", {"path": "x.txt", "content": "a\udcff"})]:
+        obs, _, _, _, info = env.step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True))
+        assert obs.startswith(f"Error: invalid arguments for {name}") and info["tool_error"], (name, obs)

@@ -61,6 +61,10 @@ DEFAULT_PROJECT = Path(__file__).parent / "projects" / "calc"
 """A tiny bundled project with one failing test; real work should use a real project (--project)."""
 
 
+MAX_READ_BYTES = 4 * 2**20
+"""read_file reads at most this much of a file (a 1 GB log must not take the host's memory)."""
+
+
 class ToolError(Exception):
     """A tool call the real tool refuses; its message is the observation."""
 
@@ -125,7 +129,7 @@ class SWEEnv(TextEnv):
             text, error = handler(**args), False
         except ToolError as exc:
             text, error = str(exc), True
-        except TypeError as exc:
+        except (TypeError, ValueError, UnicodeError) as exc:  # a NUL byte in a path or command, a lone surrogate
             text, error = f"Error: invalid arguments for {name}: {exc}", True
         return Observation(content=text, metadata={"tool": name, "tool_error": error})
 
@@ -167,7 +171,14 @@ class SWEEnv(TextEnv):
             raise ToolError(f"Error: file not found: {path}")
         if full.is_dir():
             raise ToolError(f"Error: {path} is a directory")
-        lines = full.read_text(errors="replace").splitlines()
+        if not full.is_file():  # a FIFO or a device would block the read or never end
+            raise ToolError(f"Error: {path} is not a regular file")
+        with full.open("rb") as handle:
+            data = handle.read(MAX_READ_BYTES + 1)
+        cut = len(data) > MAX_READ_BYTES
+        lines = data[:MAX_READ_BYTES].decode(errors="replace").splitlines()
+        if cut and lines:
+            lines[-1] += f" [... {path} is larger than {MAX_READ_BYTES // 2**20} MiB: the rest is not shown]"
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or len(lines))
         if start > max(len(lines), 1):
