@@ -133,3 +133,21 @@ def test_base_url_and_key_come_from_the_environment(monkeypatch):
     b = OpenAIBackend("m")
     assert b.base_url == "http://127.0.0.1:9/v1" and b.api_key == "secret"
     assert OpenAIBackend("m", base_url="http://127.0.0.1:1/v1").base_url == "http://127.0.0.1:1/v1"
+
+
+async def test_requests_spread_over_several_servers_and_a_failing_one_is_passed_over():
+    with ScriptedServer(latency=0.05) as one, ScriptedServer(latency=0.05) as two:
+        both = OpenAIBackend("scripted", base_url=f"{one.base_url},{two.base_url}", api_key="k", concurrency=4,
+                             backoff=0.01, max_backoff=5.0, max_retries=2)
+        sessions = [[{"role": "system", "content": "s"}, {"role": "user", "content": f"session {i}"}]
+                    for i in range(16)]
+        answers = await asyncio.gather(*(both.generate(m, CONFIG) for m in sessions))
+        assert len(answers) == 16 and len(one.requests) >= 4 and len(two.requests) >= 4  # both served
+        again = await both.generate(sessions[3], CONFIG)  # a session stays on its server (its prefix cache)
+        assert again.text and sum(r["messages"] == sessions[3] for r in one.requests) in (0, 2)
+        one.inject("status", status=500, times=100)
+        before = len(two.requests)
+        answers = await asyncio.gather(*(both.generate(m, CONFIG) for m in sessions))
+        assert all(a.text for a in answers)  # every request answered: retried on the healthy server
+        assert len(two.requests) - before >= 16 and len(one.requests) < 16 + 16  # the failing one rested
+        await both.aclose()

@@ -4,12 +4,20 @@ Talks the wire format directly over httpx so that every failure mode is ours to 
 number of concurrent requests, a hard deadline per attempt (a trickling response cannot hang a run),
 retries with exponential backoff and jitter on 429, 5xx, dropped connections, timeouts and malformed
 bodies (honouring ``Retry-After``), and a clear error for everything that retrying cannot fix.
+
+``base_url`` may name several servers of the same model (comma-separated: one vLLM server per GPU or per
+node): each request goes to the one with the fewest requests in flight and the fewest recent failures,
+keeping a session on one server while that is no worse (its prefix cache), and a retry tries the others
+first. ``concurrency`` is per server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
+import time
 from typing import Any
 
 import httpx
@@ -48,7 +56,13 @@ class OpenAIBackend:
     ):
         self.model = model
         self.name = f"openai:{model}"
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        urls = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_urls = [u.strip().rstrip("/") for u in (urls.split(",") if isinstance(urls, str) else urls)
+                          if u.strip()]
+        self.base_url = self.base_urls[0]
+        self.in_flight = [0] * len(self.base_urls)
+        self.failures = [0] * len(self.base_urls)  # consecutive, per server
+        self.resting_until = [0.0] * len(self.base_urls)  # a failing server is passed over for a while
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.concurrency = concurrency
         self.timeout = timeout
@@ -56,7 +70,7 @@ class OpenAIBackend:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.context_window = context_window
-        self._per_loop: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]] = {}
+        self._per_loop: dict[asyncio.AbstractEventLoop, list[tuple[httpx.AsyncClient, asyncio.Semaphore]]] = {}
 
     @classmethod
     def from_spec(cls, model: str | None, **options: Any) -> OpenAIBackend:
@@ -67,7 +81,7 @@ class OpenAIBackend:
     @classmethod
     def info(cls, base_url: str | None = None) -> BackendInfo:
         """Usable only if a server answers ``GET /models`` within 2 s: a listed backend must work."""
-        url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).split(",")[0].strip().rstrip("/")
         key = os.environ.get("OPENAI_API_KEY") or "EMPTY"
         try:
             response = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=2.0)
@@ -81,18 +95,30 @@ class OpenAIBackend:
         return BackendInfo(name="openai", usable=bool(served), detail=f"server at {url} serves {shown or 'no models'}",
                            example=f"openai:{served[0]}" if served else "openai:MODEL")
 
-    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        """A client and a limit per event loop: httpx clients cannot move between loops."""
+    def _session(self) -> list[tuple[httpx.AsyncClient, asyncio.Semaphore]]:
+        """A client and a limit per server and event loop: httpx clients cannot move between loops."""
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
-            client = httpx.AsyncClient(
-                base_url=self.base_url,
+            self._per_loop[loop] = [(httpx.AsyncClient(
+                base_url=url,
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
                 limits=httpx.Limits(max_connections=self.concurrency),
-            )
-            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
+            ), asyncio.Semaphore(self.concurrency)) for url in self.base_urls]
         return self._per_loop[loop]
+
+    def _pick(self, messages: list[Message], tried: set[int]) -> int:
+        """The server for this attempt: untried before tried, then not resting after failures, then fewest in
+        flight; the session's own server (by its first messages) when it is about as good as the best."""
+        n = len(self.base_urls)
+        if n == 1:
+            return 0
+        head = json.dumps(messages[:2], sort_keys=True).encode()
+        home = int.from_bytes(hashlib.blake2b(head, digest_size=4).digest(), "big") % n
+        now = time.monotonic()
+        rank = [(i in tried, now < self.resting_until[i], self.in_flight[i]) for i in range(n)]
+        best = min(rank)
+        return home if rank[home] <= (best[0], best[1], best[2] + 1) else rank.index(best)
 
     def _wait(self, state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -109,7 +135,8 @@ class OpenAIBackend:
             body["top_p"] = config.top_p
         if config.stop:
             body["stop"] = list(config.stop)
-        client, limit = self._session()
+        servers = self._session()
+        tried: set[int] = set()
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
@@ -119,14 +146,27 @@ class OpenAIBackend:
         try:
             async for attempt in retrying:
                 with attempt:
-                    async with limit:
-                        return await self._post(client, body)
+                    i = self._pick(messages, tried)
+                    tried.add(i)
+                    client, limit = servers[i]
+                    self.in_flight[i] += 1
+                    try:
+                        async with limit:
+                            answer = await self._post(client, body, self.base_urls[i])
+                    except RetryableError:
+                        self.failures[i] += 1
+                        self.resting_until[i] = time.monotonic() + min(2.0 ** self.failures[i], self.max_backoff)
+                        raise
+                    finally:
+                        self.in_flight[i] -= 1
+                    self.failures[i] = 0
+                    return answer
         except RetryableError as exc:
             raise BackendError(f"{exc} (gave up after {self.max_retries + 1} attempts)") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Generation:
-        url = f"{self.base_url}/chat/completions"
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any], base_url: str) -> Generation:
+        url = f"{base_url}/chat/completions"
         try:
             async with asyncio.timeout(self.timeout):
                 response = await client.post("/chat/completions", json=body)
@@ -147,9 +187,10 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         sessions, self._per_loop = self._per_loop, {}
         current = asyncio.get_running_loop()
-        for loop, (client, _) in sessions.items():
+        for loop, servers in sessions.items():
             if loop is current:
-                await client.aclose()
+                for client, _ in servers:
+                    await client.aclose()
 
 
 def _parse_completion(url: str, response: httpx.Response) -> Generation:
