@@ -27,4 +27,12 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
-    app()
+    """The command, with the file-system mistakes any command can meet (a folder given where a file belongs,
+    or found inside a run or data folder) said in one line, exit 2, wherever they surface."""
+    try:
+        app()
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        what = "is a folder where a file belongs" if isinstance(exc, IsADirectoryError) else \
+            "a part of this path is a file where a folder belongs"
+        typer.echo(f"lwm: error: {exc.filename}: {what}", err=True)
+        raise SystemExit(2) from None

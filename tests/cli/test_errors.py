@@ -1,0 +1,18 @@
+
+
+def test_a_folder_where_a_file_belongs_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "data" / "terminal_test.jsonl").mkdir(parents=True)
+    (tmp_path / "C" / "trajectories.jsonl").mkdir(parents=True)
+    for argv, folder in [(["bench", "score", "--predictions", str(tmp_path / "run")], tmp_path / "run"),
+                         (["bench", "run", "--data", str(tmp_path / "data"), "--model", "mock", "--out",
+                           str(tmp_path / "out")], tmp_path / "data" / "terminal_test.jsonl"),
+                         (["data", "stats", str(tmp_path / "C")], tmp_path / "C" / "trajectories.jsonl")]:
+        done = subprocess.run([lwm, *argv], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, (argv, done.stderr[-500:])
+        assert done.stderr.strip() == f"lwm: error: {folder}: is a folder where a file belongs", argv
