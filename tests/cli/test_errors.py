@@ -1,3 +1,4 @@
+"""Mistakes any command can meet are one line and exit 2."""
 
 
 def test_a_folder_where_a_file_belongs_is_one_line_and_exit_2(tmp_path):
