@@ -115,3 +115,14 @@ def test_close_leaves_no_socket_folder_or_process():
     env.close()
     assert not server.is_alive()
     assert {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-tmux-", "lwm-term-"))} == before
+
+
+def test_episodes_leave_no_work_folder_behind():
+    """A shell writes its history when tmux hangs up on it, racing the folder's removal (issue 29.12)."""
+    before = set(Path(tempfile.gettempdir()).glob("lwm-term-*"))
+    for _ in range(6):
+        e = TerminalEnv()
+        e.reset()
+        e.step(keys(("echo one > a.txt\n", 0.1), ("cat a.txt\n", 0.1), ("history | tail -1\n", 0.2)))
+        e.close()
+    assert set(Path(tempfile.gettempdir()).glob("lwm-term-*")) <= before

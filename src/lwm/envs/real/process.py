@@ -119,7 +119,13 @@ class Reaper:
             subprocess.run(["sh", "-c", command], capture_output=True)
         for path in self.paths:
             target = Path(path)
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                target.unlink(missing_ok=True)
+            # a process the commands ended may still be writing its last files (a shell its history on
+            # SIGHUP), so a removal that raced it is tried again for a moment
+            for _ in range(20):
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    target.unlink(missing_ok=True)
+                if not target.exists() and not target.is_symlink():
+                    break
+                time.sleep(0.1)

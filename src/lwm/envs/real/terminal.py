@@ -72,7 +72,9 @@ class TerminalEnv(TextEnv):
         # even by SIGKILL, it takes the tmux server (and with it the sandbox) and the episode's files.
         self._reaper = Reaper([socket] if self._given_workdir else [socket, self.workdir],
                               [f"tmux -S {shlex.quote(str(socket))} kill-server"])
-        self._sandbox = Sandbox(self.workdir, env={"PS1": PS1}, mount_at=HOME, limits=self.limits, interactive=True)
+        # HISTFILE: the shell keeps its history in memory (history, arrow keys) but writes no file on exit
+        self._sandbox = Sandbox(self.workdir, env={"PS1": PS1, "HISTFILE": "/dev/null"}, mount_at=HOME,
+                                limits=self.limits, interactive=True)
         command = shlex.join(self._sandbox.argv("bash", "--noprofile", "--norc", "-i"))
         self._server = libtmux.Server(socket_path=socket)
         session = self._server.new_session(session_name="lwm", window_command=command, x=self.width, y=self.height)
