@@ -44,3 +44,29 @@ def test_a_rollout_through_the_factory_on_the_real_terminal_task_is_rewarded():
         env.final_answer("done")
         assert env.get_reward() == 1.0
         del env
+
+
+@pytest.mark.slow
+def test_trls_grpo_trains_the_packaged_policy_against_a_served_environment(tmp_path):
+    """TRL's own environment path end to end at toy size: the packaged SmolLM2 with a tool template, GRPO steps
+    whose rollouts call the served (simulated) terminal through environment_factory."""
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from lwm.serve.trl import with_tool_template
+    from lwm.train.base import base_model_dir
+
+    folder = base_model_dir("smollm2")
+    tokenizer = with_tool_template(AutoTokenizer.from_pretrained(folder))
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": "Count the lines of data.txt."}]}] * 4)
+    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=48, report_to=[], use_cpu=True, logging_steps=1, save_strategy="no")
+    with ThreadedServer(openenv_app(ServeConfig(domain="terminal", model="mock"))) as server:
+        trainer = GRPOTrainer(model=model, args=args, train_dataset=prompts, processing_class=tokenizer,
+                              reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                              environment_factory=environment_factory(server.url, "terminal"))
+        trainer.train()
+    assert trainer.state.global_step == 1 and any("loss" in e for e in trainer.state.log_history)

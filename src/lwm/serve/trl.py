@@ -5,8 +5,9 @@ type hints become the tool schemas), calls ``reset`` between rollouts and ``get_
 ends. Each instance here is one OpenEnv session on the server, so switching between simulator and real
 environment is switching the URL. The tools are the domain's action forms: keystrokes (terminal), a
 tool call (mcp, search, swe, android) or a line of code (web, os). TRL needs a policy whose chat template
-can carry tool calls (the packaged SmolLM2-135M's cannot; ``lwm agent train`` uses TRL's rollout_func
-for it instead).
+can carry tool calls; the packaged SmolLM2-135M's cannot, so ``with_tool_template`` gives its tokenizer
+TRL's own ChatML tool-calling template (Qwen2.5's: the same ``<|im_start|>``/``<|im_end|>`` turns SmolLM2
+was trained on, plus ``<tool_call>`` blocks TRL knows how to parse).
 """
 
 from __future__ import annotations
@@ -111,3 +112,16 @@ def describe(env: type[ServedEnvironment]) -> str:
     methods = [m for n, m in inspect.getmembers(env, predicate=inspect.isfunction)  # TRL's own rule
                if not n.startswith("_") and n not in ("reset", "get_reward")]
     return json.dumps([get_json_schema(m) for m in methods], indent=2)
+
+
+def with_tool_template(tokenizer: Any) -> Any:
+    """``tokenizer`` able to render and parse tool calls, as ``GRPOTrainer(environment_factory=...)`` needs: a
+    template that cannot carry them is replaced by TRL's ChatML tool template (read from TRL, not copied)."""
+    from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
+
+    if not supports_tool_calling(tokenizer):
+        if "<|im_start|>" not in tokenizer.get_vocab():
+            raise ValueError("this tokenizer's template cannot carry tool calls and it has no ChatML tokens to "
+                             "use TRL's: give the policy a tool-calling chat template")
+        tokenizer.chat_template = qwen2_5_chat_template
+    return tokenizer
