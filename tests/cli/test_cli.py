@@ -139,3 +139,19 @@ def test_models_calls_an_openai_server_usable_only_when_it_answers():
     down = runner.invoke(app, ["models", "--base-url", server.base_url], env={"COLUMNS": "250"})  # stopped now
     assert "no OpenAI-compatible server answers" in down.output
     assert OpenAIBackend.info(server.base_url).usable is False
+
+
+def test_piped_output_keeps_whole_tables_and_prints_progress_lines(tmp_path):
+    """In CI or through a pipe there is no terminal: tables are not cut at 80 columns, and progress is lines."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    env = {k: v for k, v in __import__("os").environ.items() if k != "COLUMNS"}
+    done = subprocess.run([lwm, "bench", "run", "--data", "data/bench-sample", "--model", "copy-last", "--judge",
+                           "rules", "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "factuality" in done.stdout and "consistency" in done.stdout and "…" not in done.stdout
+    assert "infer: 184/184 in " in done.stdout and "judge: 184/184 in " in done.stdout

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
+
+if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+    # piped or in CI, rich would cut every table at 80 columns ("factu…"); set before any Console exists
+    os.environ["COLUMNS"] = "160"
 
 from lwm import __version__
 from lwm.cli import agent, bench, collect, data, demo, models, serve, shell, simulate, testserver, train

@@ -129,12 +129,18 @@ def _first(samples: list[BenchSample], limit: int | None) -> list[BenchSample]:
     return chosen
 
 
+PLAIN_EVERY = 30.0
+"""Seconds between progress lines when the output is not a terminal."""
+
+
 def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:
     """A bar whose rate and ETA are the whole stage's average so far (not the last seconds': samples finish
     in bursts under concurrency, and a short window swings the estimate by minutes)."""
     progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("{task.fields[rate]}"), console=console)
     task = progress.add_task(label, total=total, rate="")
+    plain = not console.is_terminal  # piped or in CI: a bar would show only when done, so print lines
+    last_line = [0.0]
 
     def tick() -> None:
         progress.advance(task)
@@ -143,6 +149,10 @@ def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:
             rate = state.completed / state.elapsed
             left = (state.total or 0) - state.completed
             progress.update(task, rate=f"{rate:.2f}/s, ETA {_clock(left / rate)}" if left else f"{rate:.2f}/s")
+            if plain and (not left or state.elapsed - last_line[0] >= PLAIN_EVERY):
+                last_line[0] = state.elapsed
+                typer.echo(f"{label}: {state.completed:g}/{state.total:g} in {_clock(state.elapsed)}, "
+                           f"{state.fields['rate']}")
 
     return progress, tick
 
