@@ -17,3 +17,19 @@ def test_a_folder_where_a_file_belongs_is_one_line_and_exit_2(tmp_path):
         done = subprocess.run([lwm, *argv], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2, (argv, done.stderr[-500:])
         assert done.stderr.strip() == f"lwm: error: {folder}: is a folder where a file belongs", argv
+
+
+def test_usage_errors_are_one_line_in_lwms_style_not_boxed_panels():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    for argv, says in [(["train", "sft", "--config", "/nonexistent.yaml"], "No such file or directory"),
+                       (["bench", "run"], "Missing option '--data'"),
+                       (["bench", "run", "--nosuch"], "No such option: --nosuch"),
+                       (["nosuchcmd"], "No such command 'nosuchcmd'")]:
+        done = subprocess.run([lwm, *argv], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, argv
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("lwm: error: ") and says in line and "╭" not in done.stderr, argv

@@ -34,12 +34,27 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
-    """The command, with the file-system mistakes any command can meet (a folder given where a file belongs,
-    or found inside a run or data folder) said in one line, exit 2, wherever they surface."""
+    """The command, every error in one style — ``lwm: error: ...``, exit 2 — whether an option is wrong (click's
+    usage errors, which typer would box) or a folder is given where a file belongs (wherever it surfaces)."""
+    from typer.exceptions import TyperException  # typer's own click: its usage errors derive from this
+
     try:
-        app()
+        code = app(standalone_mode=False)
+    except TyperException as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `lwm bench` alone: its help, as before
+            typer.echo(ctx.get_help() if ctx else str(exc))
+            raise SystemExit(0) from None
+        usage = getattr(exc, "exit_code", 1) == 2 and ctx is not None
+        typer.echo(f"lwm: error: {exc.format_message()}"  # type: ignore[attr-defined]
+                   + (f" (see: {ctx.command_path} --help)" if usage else ""), err=True)
+        raise SystemExit(getattr(exc, "exit_code", 1)) from None
+    except typer.Abort:
+        typer.echo("lwm: interrupted", err=True)
+        raise SystemExit(130) from None
     except (IsADirectoryError, NotADirectoryError) as exc:
         what = "is a folder where a file belongs" if isinstance(exc, IsADirectoryError) else \
             "a part of this path is a file where a folder belongs"
         typer.echo(f"lwm: error: {exc.filename}: {what}", err=True)
         raise SystemExit(2) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
