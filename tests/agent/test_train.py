@@ -70,3 +70,44 @@ def test_a_killed_agent_training_resumes_from_its_checkpoint(tmp_path, tiny_mode
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     assert "resumed from" in rerun.stdout and (tmp_path / "run" / "checkpoint-6").is_dir()
+
+
+def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_model_dir):
+    """A stand-in for TRL's VLLMGeneration (no vLLM here): the rollout tokenizes every episode's conversation,
+    syncs the weights once per optimiser step, and decodes what the engine generated."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from lwm.agent.loop import sim_world_model
+    from lwm.agent.tasks import tasks
+    from lwm.agent.train import AgentRLConfig, make_rollout, vllm_defaults
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    reply = tokenizer('{"name": "final_answer", "arguments": {"answer": "x"}}', add_special_tokens=False)["input_ids"]
+
+    class Engine:
+        max_completion_length, syncs, calls = 512, 0, []
+
+        def sync_weights(self):
+            self.syncs += 1
+
+        def generate(self, prompts, images, num_generations):
+            assert all(isinstance(p, list) and all(isinstance(t, int) for t in p) for p in prompts)
+            self.calls.append((len(prompts), self.max_completion_length))
+            return prompts, [reply] * len(prompts), None, None
+
+    chosen = tasks("search", "train", ["signal"])[:2]
+    config = AgentRLConfig(output_dir="unused", env="sim", domain="search", episode_steps=2, reply_tokens=24,
+                           record=False)
+    engine = Engine()
+    trainer = SimpleNamespace(args=SimpleNamespace(use_vllm=True, max_completion_length=256), vllm_generation=engine,
+                              state=SimpleNamespace(global_step=3))
+    rollout = make_rollout(config, {t.instruction: t for t in chosen}, tokenizer, sim_world_model("mock"), None)
+    out = rollout([t.instruction for t in chosen], trainer)
+    out_again = rollout([t.instruction for t in chosen], trainer)
+    assert len(engine.calls) >= 2 and set(engine.calls) == {(2, 24)}  # one batch a lockstep step, reply-sized
+    assert engine.max_completion_length == 512  # restored for TRL's own use
+    assert engine.syncs == 1  # the same optimiser step: weights synced once
+    assert len(out["completion_ids"]) == len(out_again["completion_ids"]) == 2
+    assert vllm_defaults(config) == {}  # no vLLM installed here: HF generate

@@ -69,6 +69,30 @@ class LocalPolicy:
         return self.tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
 
 
+class VLLMPolicy:
+    """The model being trained, generating through TRL's vLLM integration (``use_vllm``, colocate or server
+    mode): TRL's engine, with the training weights synced into it once per optimiser step, one batched call
+    per lockstep step of every episode."""
+
+    def __init__(self, trainer: Any, tokenizer: Any, max_new_tokens: int = 96, name: str = "policy-in-training"):
+        self.trainer, self.tokenizer, self.name, self.max_new_tokens = trainer, tokenizer, name, max_new_tokens
+
+    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+        trainer, engine = self.trainer, self.trainer.vllm_generation
+        if trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
+            engine.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
+        prompts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=True,
+                                                      return_dict=False) for c in conversations]
+        limit, engine.max_completion_length = engine.max_completion_length, self.max_new_tokens
+        try:
+            _, completions, _, _ = engine.generate(prompts=[list(p) for p in prompts], images=None,
+                                                   num_generations=1)
+        finally:
+            engine.max_completion_length = limit
+        return self.tokenizer.batch_decode(completions, skip_special_tokens=True)
+
+
 class ScriptedPolicy:
     """Replies from a list, by turn (the same script for every episode): for tests and demonstrations."""
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode, run_episodes, sim_world_model
-from lwm.agent.policy import LocalPolicy
+from lwm.agent.policy import LocalPolicy, VLLMPolicy
 from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
@@ -83,8 +83,9 @@ def make_rollout(config: AgentRLConfig, by_instruction: dict[str, Task], tokeniz
                  world_model: Any, store: TrajectoryStore | None) -> Any:
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         chosen = [by_instruction[p[-1]["content"] if isinstance(p, list) else p] for p in prompts]
-        policy = LocalPolicy(trainer.accelerator.unwrap_model(trainer.model), tokenizer, config.reply_tokens,
-                             config.temperature, name="policy-in-training")
+        policy = VLLMPolicy(trainer, tokenizer, config.reply_tokens) if trainer.args.use_vllm else \
+            LocalPolicy(trainer.accelerator.unwrap_model(trainer.model), tokenizer, config.reply_tokens,
+                        config.temperature, name="policy-in-training")
         episodes: list[Episode] = run_episodes(chosen, policy, config.env, world_model=world_model,  # type: ignore
                                                max_steps=config.episode_steps, store=store,
                                                seed=trainer.state.global_step * 1000)
@@ -105,6 +106,22 @@ def make_rollout(config: AgentRLConfig, by_instruction: dict[str, Task], tokeniz
                 "task_reward": [e.reward for e in episodes]}
 
     return rollout
+
+
+def vllm_defaults(config: AgentRLConfig) -> dict[str, Any]:
+    """Rollouts through TRL's vLLM integration where vLLM is installed and a GPU is there (colocated with the
+    trainer unless the config says ``vllm_mode: server``), at the rollouts' temperature; HF generate otherwise.
+    A config's own ``use_vllm`` wins."""
+    from importlib.util import find_spec
+
+    if "use_vllm" in config.trainer or find_spec("vllm") is None:
+        return {}
+    from lwm.train.device import best_device
+
+    if not best_device().startswith("cuda"):
+        return {}
+    return {"use_vllm": True, "vllm_mode": config.trainer.get("vllm_mode", "colocate"),
+            "temperature": config.temperature}
 
 
 def task_reward(prompts: list[Any], completions: list[Any], task_reward: list[float], **_: Any) -> list[float]:
@@ -135,7 +152,8 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     store = TrajectoryStore(output_dir / "rollouts") if config.record else None
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": t.instruction}], "task_id": t.id}
                                  for t in by_instruction.values()])
-    trainer = GRPOTrainer(model=model, reward_funcs=[task_reward], args=config.trl_args(), train_dataset=dataset,
+    trainer = GRPOTrainer(model=model, reward_funcs=[task_reward], args=config.trl_args(**vllm_defaults(config)),
+                          train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config, model),
                           rollout_func=make_rollout(config, by_instruction, tokenizer, world_model, store))
     return train_and_save(trainer, tokenizer, config)
