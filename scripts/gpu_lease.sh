@@ -2,14 +2,15 @@
 # lwm on a lent GPU machine: offline, Python packages it lacks carried as wheels (.whl), uploads of at most
 # 64 MiB a call. Three calls, made back to back while the machine stays warm:
 #   check   (carry .whl .gpu .w1)  install the wheels, run benchmarks/gpu_check.py -> $OUT/gpu_check.{json,log}
-#   stash   (carry .w2 .v3)        keep the second part of the packaged GGUF and the gzipped SFT rows
-#   train   (carry .w3)            join the GGUF, train configs/lwm-mini-v3/sft.yaml on it -> $OUT/adapter (fp16)
+#   stash   (carry .w2 .v3)        keep the second part of the packaged GGUF and the first part of the SFT rows
+#   train   (carry .w3 .v3b)       join both, train configs/lwm-mini-v3/sft.yaml on them -> $OUT/adapter (fp16)
 # Prepared here with: benchmarks/gpu_check.py --prepare .gpu; pip download the wheels into .whl (docs/training.md);
-# split -b 33M the packaged GGUF into .w1/.w2/.w3; gzip the SFT rows into .v3/sft-v3.jsonl.gz.
+# split -b 33M the packaged GGUF into .w1/.w2/.w3 (gguf.part00..02); gzip the SFT rows and split them into
+# .v3/sft.gz.part00 and .v3b/sft.gz.part01 (each call's upload stays under 64 MiB).
 set -uo pipefail
 W=/tmp/lwm-gpu
 mkdir -p "$W"
-for d in .w1 .w2 .w3 .v3; do [ -d "$d" ] && cp -r "$d"/. "$W"/; done
+for d in .w1 .w2 .w3 .v3 .v3b; do [ -d "$d" ] && cp -r "$d"/. "$W"/; done
 export PYTHONPATH="$W/site:$PWD/src" PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1
 quiet() { grep --line-buffered -v 'it/s\]\|examples/s\]\|s/it\]'; }
 case "${1:-}" in
@@ -28,9 +29,10 @@ case "${1:-}" in
   train)
     cat "$W"/gguf.part0* > "$W/smollm2.gguf"
     echo "$(cat "$W/gguf.sha256")  $W/smollm2.gguf" | sha256sum -c - || exit 1
-    gunzip -kf "$W/sft-v3.jsonl.gz"
+    cat "$W"/sft.gz.part* | gunzip > "$W/sft-v3.jsonl" || exit 1
+    wc -l "$W/sft-v3.jsonl"
     python3 -m lwm train sft --config configs/lwm-mini-v3/sft.yaml --set "model=$W/smollm2.gguf" \
-      --set "data=$W/sft-v3.jsonl" --set "output_dir=$W/v3" --set "max_minutes=${MINUTES:-4}" 2>&1 | quiet \
+      --set "data=$W/sft-v3.jsonl" --set "output_dir=$W/v3" --set "max_minutes=${MINUTES:-4}" ${TRAIN_SET:-} 2>&1 | quiet \
       | tee "$OUT/train.log"
     mkdir -p "$OUT/adapter"
     python3 - "$W/v3/final" "$OUT/adapter" <<'PY'
