@@ -156,6 +156,9 @@ class TransitionIndex:
         key = hashlib.sha256(json.dumps({"format": FORMAT, "exclude": sorted(exclude_sources),
                                          "inputs": [digest(Path(p)) for p in paths]}).encode())
         root = Path(folder) / key.hexdigest()[:16]
+        done = root / "domains.json"  # written last: every part is there
+        if done.is_file() and all((root / d / "transitions.jsonl").is_file() for d in json.loads(done.read_text())):
+            return cls.load(root)
         domains = sorted({t.domain for p in paths for t in read_trajectories(p)})
         missing = [d for d in domains if not (root / d / "transitions.jsonl").is_file()]
         if missing:
@@ -168,6 +171,8 @@ class TransitionIndex:
                 _save_part(root, domain, items, cls._index(items))
                 if progress is not None:
                     progress(domain, time.perf_counter() - started)
+        if root.is_dir():
+            done.write_text(json.dumps([d for d in domains if (root / d / "transitions.jsonl").is_file()]))
         return cls.load(root) if root.is_dir() else cls({})
 
 
