@@ -171,7 +171,8 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
             policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
-    """One episode of one task; prints the episode and its reward, records the trajectory with --out."""
+    """One episode of one task; prints its result (reward, steps, answer, error) as JSON, records the trajectory
+    with --out."""
     try:
         chosen = get_task(task)
     except (UnknownTaskError, FileNotFoundError) as exc:
@@ -302,7 +303,9 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
 @agent_app.command("agreement")
 def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (state-checked suites).")] = "terminal",
                   split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout",
-                  world_model: WorldModelSpec = o.DEFAULT_MODEL,
+                  world_model: Annotated[str, typer.Option("--world-model", help="The world model whose simulated "
+                                                           "checker call is compared with the real one.")]
+                  = o.DEFAULT_MODEL,
                   limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
                   out: Out = None) -> None:
     """How often the simulated checker call agrees with the real checker on the same real episodes: each task

@@ -17,7 +17,7 @@ from lwm.registry import get, names
 
 
 def collect(
-    out: Annotated[Path, typer.Option(help="Collection folder (trajectories.jsonl + episodes/).")],
+    out: Annotated[Path, typer.Option(help="Collection folder (trajectories.jsonl + run.json; a rerun resumes it).")],
     domain: Annotated[str | None, typer.Option(help="Real environment: terminal, swe, mcp, search, web, os.")] = None,
     preset: Annotated[str | None, typer.Option(help="A named collection instead of one domain: "
                                                + ", ".join(PRESETS))] = None,

@@ -17,8 +17,9 @@ from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.worldmodel import WorldModel
 
 F = TypeVar("F", bound=Callable[..., Any])
-Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded, embedded:<path.gguf>, "
-                                    "openai:<name>, transformers:<dir>, mock.", envvar="LWM_MODEL")]
+Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded, embedded:lwm-mini, "
+                                    "embedded:<path.gguf>, openai:<name>, transformers:<dir>, copy-last, "
+                                    "echo-action, mock.", envvar="LWM_MODEL")]
 BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (or OPENAI_BASE_URL).")]
 ApiKey = Annotated[str | None, typer.Option(help="API key (or OPENAI_API_KEY).")]
 Temperature = Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")]
