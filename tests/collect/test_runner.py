@@ -44,3 +44,21 @@ def test_pool_workers_die_with_a_killed_parent(tmp_path):
     proc.kill()  # SIGKILL of the parent only, as a crash or the OOM killer would
     proc.wait()
     assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 5), workers
+
+
+def test_another_seed_into_the_same_folder_is_refused(tmp_path):
+    """Episode ids carry the seed, so a new seed finds nothing done; the folder still holds the first seed's
+    episodes, and mixing the two collections is refused as any other changed setting is."""
+    import json
+
+    import pytest
+
+    from lwm.collect.runner import plan
+    from lwm.runfolder import SettingsChanged
+
+    todo, _ = plan("terminal", 2, 3, 0, tmp_path)
+    (tmp_path / "trajectories.jsonl").write_text(json.dumps({"id": todo[0].id, "domain": "terminal"}) + "\n")
+    with pytest.raises(SettingsChanged, match="seed: 0 -> 5"):
+        plan("terminal", 2, 3, 5, tmp_path)
+    assert plan("terminal", 2, 3, 0, tmp_path)[1] == 1  # the same seed resumes
+    assert plan("terminal", 2, 3, 5, tmp_path, tag="other")[1] == 0  # another part of a preset is its own stage

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -121,10 +122,12 @@ def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
     specs = [EpisodeSpec(domain, i, seed, max_steps, str(out), env_options or {}, mistake_rate, tag, policy,
                          policy_options or {}) for i in range(episodes)]
     todo = [s for s in specs if s.id not in done]
+    # this stage's rows under any seed: another --seed into the same folder would mix two collections
+    stage = re.compile(re.escape(f"{domain}{'-' + tag if tag else ''}") + r"-s\d+-\d{5}$")
     pin(Path(out), f"collect {domain}{' ' + tag if tag else ''}",
         {"max_steps": max_steps, "seed": seed, "env_options": env_options or {}, "mistake_rate": mistake_rate,
          "policy": policy, "policy_options": policy_options or {}},
-        has_rows=len(todo) < len(specs), way_out="use a new --out")
+        has_rows=any(stage.match(i) for i in done), way_out="use a new --out")
     return todo, len(specs) - len(todo)
 
 
