@@ -131,9 +131,13 @@ def test_the_published_scripts_files_are_read_and_lwms_are_written_for_it(data, 
     assert judged[3]["extracted_output"] == "No output" and judged[3]["failed"] == 0.0
     assert judged[4]["failed"] == 1.0 and judged[4]["error_message"] == "No model generation"
     assert all(r["prompt"] and "system_str" in r for r in judged)
-    result = runner.invoke(app, ["bench", "score", "--predictions", str(out / "judged.jsonl")])
+    nowhere = runner.invoke(app, ["bench", "score", "--predictions", str(out / "judged.jsonl")])
+    assert nowhere.exit_code == 2 and "give --out" in nowhere.output  # never written beside another tool's file
+    result = runner.invoke(app, ["bench", "score", "--predictions", str(out / "judged.jsonl"), "--out",
+                                 str(tmp_path / "scored")])
     assert result.exit_code == 0, result.output
-    scores = json.loads((out / "scores.json").read_text())
+    assert not (out / "scores.json").exists()
+    scores = json.loads((tmp_path / "scored" / "scores.json").read_text())
     assert (scores["samples"], scores["valid"], scores["failed"]) == (5, 4, 1)
 
 
@@ -144,7 +148,7 @@ def test_a_published_judged_file_scores_as_the_published_script_scores_it(tmp_pa
               dict(ROWS[1], total_score=0, failed=1.0, error_message="Judge scoring failed")]
     path = tmp_path / "judged.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in judged))
-    result = runner.invoke(app, ["bench", "score", "--predictions", str(path), "--no-report"])
+    result = runner.invoke(app, ["bench", "score", "--predictions", str(path), "--no-report", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     scores = json.loads((tmp_path / "scores.json").read_text())
     terminal = scores["domains"]["terminal"]

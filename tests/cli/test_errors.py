@@ -10,7 +10,8 @@ def test_a_folder_where_a_file_belongs_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "data" / "terminal_test.jsonl").mkdir(parents=True)
     (tmp_path / "C" / "trajectories.jsonl").mkdir(parents=True)
-    for argv, folder in [(["bench", "score", "--predictions", str(tmp_path / "run")], tmp_path / "run"),
+    for argv, folder in [(["bench", "score", "--predictions", str(tmp_path / "run"), "--out", str(tmp_path / "o")],
+                          tmp_path / "run"),
                          (["bench", "run", "--data", str(tmp_path / "data"), "--model", "mock", "--out",
                            str(tmp_path / "out")], tmp_path / "data" / "terminal_test.jsonl"),
                          (["data", "stats", str(tmp_path / "C")], tmp_path / "C" / "trajectories.jsonl")]:

@@ -396,8 +396,10 @@ def score_cmd(out: Annotated[Path | None, typer.Option("--out", "--output-dir", 
               report: Annotated[bool, typer.Option(help="Also write report.html.")] = True) -> None:
     """Aggregate judged samples: the score table, scores.json and report.html."""
     if predictions_file is not None:
+        if out is None:  # the judged file may be another tool's output: lwm writes only where it is told to
+            raise fail("--predictions: give --out, the folder where scores.json (and report.html) go", 2)
         rows = [row.model_dump(exclude_none=True) for row in JsonlFile(predictions_file, Judgement).rows()]
-        _score(out or predictions_file.parent, None, rows)
+        _score(out, None, rows)
         return
     if out is None:
         raise typer.BadParameter("give --out (a run folder) or --predictions (a judged file)")
