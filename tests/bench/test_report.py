@@ -65,4 +65,16 @@ def test_the_report_in_a_browser_shows_settings_actions_and_sorts_and_filters(tm
         assert visible.count() == len([s for s in samples if s.domain == "mcp"])
         assert set(visible.evaluate_all("es => es.map(e => e.dataset.domain)")) == {"mcp"}
         assert page.locator("#count").inner_text() == f"{visible.count()} of {len(samples)} shown"
+        text = settings.inner_text()  # every recorded setting, a temperature and seed of 0 too
+        assert "infer temperature\t0.0" in text and "infer seed\t0" in text and "infer lwm" in text
+        assert "infer started" in text and "judge judge\trules" in text
+        assert page.locator("text=Skill over copy-last").is_visible()
+        page.select_option("#domain", "")
+        opened = page.locator("details.sample").nth(1)
+        opened.locator("summary").click()
+        action = opened.locator("pre").first.inner_text()
+        assert "### Turn" not in action and "**Action:**" not in action  # the action, not the prompt's markup
+        assert opened.locator("td.diff_next").count() == 0  # no difflib navigation links
+        table, box = opened.locator("table.diff"), opened.bounding_box()
+        assert table.bounding_box()["width"] <= box["width"] + 1  # the diff wraps inside the page
         browser.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,15 @@ from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
 from lwm.bench.score import DISPLAY, normalize
 from lwm.parsing import remove_marker
+from lwm.retrieval import action_text
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}pre{white-space:pre-wrap;margin:0;
 font-size:12px;max-height:400px;overflow:auto}.diff td{font-family:monospace;font-size:12px;border:none}
 .diff_add{background:#cfc}.diff_chg{background:#ffc}.diff_sub{background:#fcc}details{margin:1em 0}
 summary{cursor:pointer}.score{display:inline-block;min-width:3em;font-weight:700}small{color:#777}
-.diff table{table-layout:fixed;width:100%}.diff td.diff_header,.diff td.diff_next,.diff th.diff_next{width:2.5em}
+.diff table{table-layout:fixed;width:100%}.diff td.diff_header{width:2.5em}
+.diff td{white-space:pre-wrap;overflow-wrap:anywhere}
 .pair{table-layout:fixed;width:100%}.pair td{width:50%}.note,.verdict{color:#555;font-size:13px}
 .settings th{text-align:left;background:#f4f4f4}"""
 
@@ -76,9 +79,18 @@ def _diff(differ: difflib.HtmlDiff, real: str, predicted: str) -> tuple[str | No
     if any(len(line) > DIFF_LINE_CHARS for line in (*a, *b)):
         return None, f"no line diff: a line is longer than {DIFF_LINE_CHARS:,} characters"
     try:
-        return differ.make_table(a, b, "real", "predicted"), ""
+        table = differ.make_table(a, b, "real", "predicted")
     except RecursionError:
         return None, "no line diff: too deep for difflib"
+    # difflib's navigation columns ("n", "t" links to anchors across the page) mean nothing in a report of many
+    # samples, and its nowrap cells overflow the page: both go, and the two text columns share the width
+    table = _NEXT.sub("", table).replace(' nowrap="nowrap"', "")
+    return _COLUMNS.sub(_NUMBERED_HALVES, table, count=1), ""
+
+
+_NEXT = re.compile(r"<t[dh] class=\"diff_next\"[^>]*>.*?</t[dh]>", re.DOTALL)
+_COLUMNS = re.compile(r"(?:<colgroup></colgroup>\s*){6}")
+_NUMBERED_HALVES = "<col style='width:3em'><col><col style='width:3em'><col>"
 
 
 def _label(action: str) -> str:
@@ -92,7 +104,7 @@ def _label(action: str) -> str:
 def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) -> str:
     real = sample.reference
     predicted = remove_marker(row["extracted_output"]) if "extracted_output" in row else row.get("prediction", "")
-    action = sample.current
+    action = action_text(sample.current)  # the action itself, not the prompt's "### Turn k" markup
     total = None if row.get("error_message") or not row.get("total_score") else normalize(row["total_score"])
     verdict = html.escape(row["error_message"]) if row.get("error_message") else " · ".join(
         f"{d} {normalize(row[d]):.0f}" for d in DIMENSIONS if row.get(d))
@@ -109,14 +121,30 @@ def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) 
 
 
 def _settings(run: dict[str, Any]) -> str:
-    """The run's recorded settings (model, sampling, data, judge, times), shown before any number."""
+    """Every setting the run recorded (model, sampling — a temperature or seed of 0 too —, data, protocol,
+    judge, lwm's version, start and end times), shown before any number."""
     rows = [("data", run.get("data"))]
-    for stage in ("infer", "judge"):
-        for key, value in (run.get(stage) or {}).items():
-            if value is not None:
-                rows.append((f"{stage} {key}", value))
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows if v)
+    for stage, recorded in run.items():
+        if isinstance(recorded, dict):
+            rows += [(f"{stage} {key}", value) for key, value in recorded.items()]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows
+                    if v is not None)
     return f"<table class='settings'>{cells}</table>" if cells else ""
+
+
+def _skill(scores: dict[str, Any]) -> str:
+    """Skill over copy-last per domain (the model's score minus repeating the previous observation's)."""
+    skill = scores.get("skill_over_copy_last") or {}
+    entries = {**(skill.get("domains") or {}), "overall": skill.get("overall") or {}}
+    if not skill.get("domains"):
+        return ""
+    fmt = lambda k, v: "-" if v is None else f"{v:+.2f}" if k == "skill" else f"{v:.2f}" if isinstance(v, float) \
+        else str(v)  # noqa: E731
+    rows = "".join(f"<tr><td>{DISPLAY.get(d, d)}</td>" + "".join(f"<td>{fmt(k, e.get(k))}</td>" for k in (
+        "samples", "model", "copy_last", "skill")) + "</tr>" for d, e in entries.items() if e)
+    return ("<h2>Skill over copy-last</h2><p class='note'>Turns 2+: the model's score minus the score of the previous"
+            " real observation given as the answer, judged alike.</p><table><tr><th>domain</th><th>samples</th>"
+            f"<th>model</th><th>copy-last</th><th>skill</th></tr>{rows}</table>")
 
 
 CONTROLS = """<p id='controls'>Sort <select id='sort'><option value='data'>in data order</option>
@@ -153,7 +181,7 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
             f"{_settings(scores.get('run') or {})}"
             f"<p>Overall: <b>{fmt(scores['overall'])}</b> over {scores['valid']} valid samples "
             f"({scores['failed']} failed). Every score here is on one scale, 0-100: (mean - 1) / 4 x 100.</p>"
-            f"<table><tr>{head}</tr>{body}</table><h2>Per domain</h2>{bars_svg(scores)}"
+            f"<table><tr>{head}</tr>{body}</table>{_skill(scores)}<h2>Per domain</h2>{bars_svg(scores)}"
             f"<h2>Samples{more}</h2>{CONTROLS.format(domains=domains)}<div id='samples'>{items}</div>"
             f"{SCRIPT}</body></html>")
     path.write_text(page, encoding="utf-8")
