@@ -27,8 +27,13 @@ _SCHEMA = [
 ]
 
 
+def cache_root() -> Path:
+    """lwm's cache folder (answers, converted models, retrieval indexes): ``LWM_CACHE_DIR`` or the user's cache."""
+    return Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
+
+
 def default_cache_path() -> Path:
-    return Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm")) / "generations.sqlite"
+    return cache_root() / "generations.sqlite"
 
 
 @lru_cache(maxsize=65536)

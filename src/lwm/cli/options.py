@@ -77,14 +77,12 @@ class ModelOptions:
         """The transition index of ``--retrieve`` (built once into the cache, said so), or None."""
         if not self.retrieve:
             return None
-        import os
         import sys
 
-        from platformdirs import user_cache_dir
-
+        from lwm.cache import cache_root
         from lwm.retrieval import TransitionIndex
 
-        folder = Path(os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm")) / "retrieval"
+        folder = cache_root() / "retrieval"
 
         def said(domain: str, seconds: float) -> None:
             print(f"lwm: indexed the {domain} transitions of --retrieve in {seconds:.1f} s", file=sys.stderr)

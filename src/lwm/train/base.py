@@ -11,9 +11,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from lwm.backends.embedded import packaged_model_path
+from lwm.cache import cache_root
 
 
 def base_model_dir(name: str = "smollm2", cache_dir: str | Path | None = None) -> Path:
@@ -22,7 +21,7 @@ def base_model_dir(name: str = "smollm2", cache_dir: str | Path | None = None) -
     if Path(name).is_dir():
         return Path(name)
     gguf = Path(name) if name.endswith(".gguf") and Path(name).is_file() else packaged_model_path(name)
-    root = Path(cache_dir or os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
+    root = Path(cache_dir) if cache_dir else cache_root()
     folder = root / "base-models" / gguf.stem
     if (folder / "config.json").exists():
         return folder
@@ -50,7 +49,7 @@ def packaged_adapter_dir(name: str, cache_dir: str | Path | None = None) -> Path
         return None
     base, gguf = found
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()[:12]
-    root = Path(cache_dir or os.environ.get("LWM_CACHE_DIR") or user_cache_dir("lwm"))
+    root = Path(cache_dir) if cache_dir else cache_root()
     folder = root / "adapters" / f"{name.lower()}-{digest}"
     if (folder / "adapter_config.json").exists():
         return folder
