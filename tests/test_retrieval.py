@@ -5,7 +5,7 @@ import pytest
 from lwm.backends import MockBackend
 from lwm.bench.data import export_trajectories
 from lwm.parsing import strip_marker
-from lwm.retrieval import TransitionIndex, action_text, transitions
+from lwm.retrieval import TransitionIndex, action_text, tool_name, transitions
 from lwm.types import Action, Observation, Provenance, Trajectory
 from lwm.worldmodel import WorldModel
 
@@ -75,7 +75,11 @@ def test_a_benchmark_run_never_shows_the_samples_own_trajectory(tmp_path):
     for excluded, found in index.seen:
         assert excluded <= {t.id for t in CORPUS} and not excluded & set(found)
     assert any(found for _, found in index.seen)  # examples were shown, from other trajectories
-    assert "Example 1 (terminal:perl)" in "".join(m[0]["content"] for m in backend.calls)
+    # the examples stand in the last user message, before the action; the system prompt is one text for every
+    # step of a session (a server reuses the previous step's prefix)
+    assert "Example 1 (terminal:perl)" in "".join(m[-1]["content"] for m in backend.calls)
+    assert all(m[-1]["content"].rstrip().endswith("```") for m in backend.calls)
+    assert len({m[0]["content"] for m in backend.calls}) == 1 and "Example" not in backend.calls[0][0]["content"]
     rows = predictions(tmp_path).by_id().values()
     later = [r for r in rows if r.turn_idx > 1]
     # turn 2+: the edit ("the previous screen, unchanged") was applied, and that whole screen is what is judged
@@ -103,3 +107,51 @@ def test_the_cached_index_is_built_once_and_reused(tmp_path):
 def test_action_text_reads_the_fence_of_a_rendered_turn():
     assert action_text("### Turn 2\n\n**Action:**\n```json\n[1]\n```") == "[1]"
     assert action_text("plain") == "plain"
+
+
+def tool_session(tid: str, source: str, calls: list[tuple[str, dict, str]]) -> Trajectory:
+    t = Trajectory(id=tid, domain="mcp", provenance=Provenance(source="real", extra={"source": source}))
+    for name, arguments, result in calls:
+        t = t.extended(Action(content={"name": name, "arguments": arguments}), Observation(content=result))
+    return t
+
+
+TOOLS = [
+    tool_session("fs-1", "mcp:filesystem", [("read_file", {"path": "a.txt"}, "hello"),
+                                            ("write_file", {"path": "notes"}, "Error: ENOENT notes")]),
+    tool_session("mem-1", "mcp:memory", [("read_graph", {}, '{"entities": []}')]),
+]
+
+
+def test_a_tool_call_is_shown_calls_of_the_same_tool_only_and_nothing_for_an_unseen_tool():
+    index = TransitionIndex.build(TOOLS)
+    found = index.search("mcp", '{"name": "read_file", "arguments": {"path": "notes"}}', "", k=3)
+    assert [t.trajectory + str(t.turn) for t in found] == ["fs-11"]
+    # an unseen server's tool: another server's result (here its error about "notes") would be made up
+    assert index.search("mcp", '{"name": "sequentialthinking", "arguments": {"thought": "notes"}}', "", k=3) == []
+    assert tool_name('{"name": "read_file"}') == "read_file" and tool_name("ls -la") is None
+    assert tool_name("{not json") is None and tool_name('["read_file"]') is None
+
+
+def test_the_prompt_points_at_the_sessions_last_call_of_the_same_tool():
+    from lwm.conversation import conversation
+    from lwm.domains import get_domain
+    from lwm.retrieval import guide, same_tool_turn
+
+    t = tool_session("s", "mcp:x", [("think", {"n": 1}, '{"n": 1}'), ("list", {}, "[]"), ("think", {"n": 2}, "")])
+    conv = conversation(get_domain("mcp"), t.context, t.turns[:2], t.turns[2].action)
+    assert same_tool_turn(conv) == (1, "think")
+    guided, shown = guide(conv, "mcp", edits=True)
+    assert "Turn 1 called `think` too" in guided.current and guided.current.endswith(conv.current)
+    assert shown == [] and "@edit previous" in guided.system
+    assert same_tool_turn(conversation(get_domain("mcp"), t.context, t.turns[:1], t.turns[1].action)) is None
+
+
+def test_an_excluded_source_with_many_near_copies_still_leaves_the_other_sources():
+    """A source with more near-copies than the search's candidates must not crowd out every other source
+    when it is excluded (training rows that retrieve as a held-out evaluation does)."""
+    many = [session(f"perl-{n}", "terminal:perl", [(f"perl -e 'print {n}'", str(n))]) for n in range(80)]
+    index = TransitionIndex.build([*many, CORPUS[1]])
+    query = '[{"keystrokes": "perl -e \'print 1\'\\n"}]'
+    found = index.search("terminal", query, "", k=2, exclude_sources={"terminal:perl"})
+    assert [t.source for t in found] == ["terminal:sqlite3"]

@@ -2,12 +2,13 @@
 corpus, shown to the world model as examples, so it copies real facts and formats instead of recalling them.
 
 ``TransitionIndex.build(trajectories)`` indexes every turn of a trajectory store with bm25s, one index per
-domain, over the action and the end of the observation before it. Evaluation must never see what it is
-scored on: an index is built from the training side of a split (``exclude_sources`` drops held-out sources
-at build time too), and each search leaves out the session's own trajectory and any source it is told to.
-``TransitionIndex.cached(paths, folder)`` builds once into a folder keyed by the inputs and reuses it; a
-killed build leaves no index behind (each domain's part is written to a temporary name, then renamed),
-and a rerun builds only the parts that are missing.
+domain, over the action and the end of the observation before it. A tool call (an action with a ``name``)
+is only shown calls of the same tool: another server's result teaches a made-up error, not a fact.
+Evaluation must never see what it is scored on: an index is built from the training side of a split
+(``exclude_sources`` drops held-out sources at build time too), and each search leaves out the session's own
+trajectory and any source it is told to. ``TransitionIndex.cached(paths, folder)`` builds once into a folder
+keyed by the inputs and reuses it; a killed build leaves no index behind (each domain's part is written to a
+temporary name, then renamed), and a rerun builds only the parts that are missing.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ AFTER_CHARS = 700
 """How much of an example's observation after the action the prompt shows."""
 QUERY_BEFORE_CHARS = 400
 FORMAT = 1
+_NO_TOOL = ""
 _FENCE = re.compile(r"```[a-z]*\n(.*?)\n```", re.DOTALL)
 
 
@@ -52,6 +54,31 @@ def action_text(rendered: str) -> str:
     """The action itself from a rendered turn (``### Turn k`` / ``**Action:**`` and a code fence)."""
     found = _FENCE.search(rendered)
     return found.group(1) if found else rendered
+
+
+def tool_name(action: str) -> str | None:
+    """The tool an action calls (a JSON object with a ``name``), or None for keys, code and commands."""
+    text = action.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        call = json.loads(text)
+    except ValueError:
+        return None
+    name = call.get("name") if isinstance(call, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def same_tool_turn(conv: Conversation) -> tuple[int, str] | None:
+    """The latest earlier turn (1-based) of the session that called the tool the current action calls, and
+    the tool's name: its result is the likeliest base for this one."""
+    name = tool_name(action_text(conv.current or ""))
+    if name is None:
+        return None
+    for k in range(len(conv.pairs), 0, -1):
+        if tool_name(action_text(conv.pairs[k - 1][0])) == name:
+            return k, name
+    return None
 
 
 def transitions(trajectories: Iterable[Trajectory], exclude_sources: Collection[str] = ()) -> list[Transition]:
@@ -81,6 +108,27 @@ class TransitionIndex:
 
     def __init__(self, parts: dict[str, tuple[list[Transition], Any]]):
         self.parts = parts
+        self._tools: dict[str, dict[str, Any]] = {}
+
+    def _mask(self, domain: str, tool: str | None, exclude_sources: Collection[str]) -> Any:
+        """A 0/1 weight per transition of ``domain``: 1 where it may be shown (calls the tool ``tool`` when one
+        is named; not from an excluded source, so that a source's many near-copies cannot fill the candidates
+        and leave nothing). None: no restriction; an all-zero mask: nothing may be shown."""
+        import numpy as np
+
+        if tool is None and not exclude_sources:
+            return None
+        if domain not in self._tools:
+            items = self.parts[domain][0]
+            self._tools[domain] = {"tools": np.array([tool_name(t.action) or _NO_TOOL for t in items], dtype=object),
+                                   "sources": np.array([t.source for t in items], dtype=object)}
+        columns = self._tools[domain]
+        mask = np.ones(len(columns["tools"]), dtype=np.float32)
+        if tool is not None:
+            mask *= columns["tools"] == tool
+        if exclude_sources:
+            mask *= ~np.isin(columns["sources"], list(exclude_sources))
+        return mask
 
     def __len__(self) -> int:
         return sum(len(items) for items, _ in self.parts.values())
@@ -104,17 +152,22 @@ class TransitionIndex:
     def search(self, domain: str, action: str, before: str, k: int = 2, *,
                exclude_trajectories: Collection[str] = (), exclude_sources: Collection[str] = ()) -> list[Transition]:
         """The ``k`` nearest transitions of ``domain`` to ``action`` after ``before``, leaving out the given
-        trajectories and sources (at most one example per trajectory: variety over near-copies)."""
+        trajectories and sources (at most one example per trajectory: variety over near-copies). A tool call
+        is shown calls of the same tool only, or nothing when the index has none."""
         import bm25s
 
         part = self.parts.get(domain)
         if part is None or k <= 0:
             return []
         items, retriever = part
+        mask = self._mask(domain, tool_name(action), exclude_sources)
+        if mask is not None and not mask.any():
+            return []
         tokens = bm25s.tokenize([_query(action, before)], stopwords=None, show_progress=False)
         if not tokens.vocab:
             return []
-        ids, scores = retriever.retrieve(tokens, k=min(len(items), max(50, 10 * k)), show_progress=False)
+        ids, scores = retriever.retrieve(tokens, k=min(len(items), max(50, 10 * k)), show_progress=False,
+                                         weight_mask=mask)
         found: list[Transition] = []
         seen: set[str] = set()
         for i, score in zip(ids[0], scores[0], strict=True):
@@ -193,25 +246,32 @@ def _save_part(folder: Path, domain: str, items: list[Transition], retriever: An
 
 
 def examples_block(examples: Sequence[Transition]) -> str:
-    """The examples as the system prompt shows them (``example N`` is also an edit base)."""
+    """The examples as the last user message shows them, before the action (``example N`` is also an edit
+    base)."""
     if not examples:
         return ""
-    parts = ["\n\nReal transitions recorded in similar environments (for format and facts; this session's "
+    parts = ["Real transitions recorded in similar environments (for format and facts; this session's "
              "environment may differ):"]
     for n, t in enumerate(examples, start=1):
         before = t.before[-BEFORE_CHARS:]
         after = t.after if len(t.after) <= AFTER_CHARS else t.after[:AFTER_CHARS] + "\n[...]"
         parts.append(f"\n### Example {n} ({t.source})\nObservation before (end):\n{before}\nAction:\n{t.action}\n"
                      f"Observation after:\n{after}")
-    return "\n".join(parts)
+    return "\n".join(parts) + "\n\n"
+
+
+def same_tool_note(turn: int, name: str) -> str:
+    return f"Turn {turn} called `{name}` too: its observation is the likeliest base (`@edit turn {turn}`).\n\n"
 
 
 def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retriever: TransitionIndex | None = None,
           examples: int = 2, exclude: Collection[str] = (),
           exclude_sources: Collection[str] = ()) -> tuple[Conversation, list[Transition]]:
-    """``conv`` with what lwm's own guidance adds to its system prompt — the retrieved real transitions and
-    how to answer with edits — and the transitions shown. Inference and training data both lay prompts out
-    through here, so a model is trained on the prompts it is asked with."""
+    """``conv`` as lwm's own models are asked, and the transitions shown. How to answer with edits goes into
+    the system prompt, which stays the same from step to step (a server reuses the previous step's prefix);
+    what changes every step goes into the last user message, before the action: the retrieved real
+    transitions and, for a tool call, the earlier turn that called the same tool. Inference and training data
+    both lay prompts out through here, so a model is trained on the prompts it is asked with."""
     import dataclasses
 
     if conv.system is None or conv.current is None or (not edits and retriever is None):
@@ -221,5 +281,7 @@ def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retrie
         before = strip_marker(conv.pairs[-1][1]) if conv.pairs else ""
         shown = retriever.search(domain, action_text(conv.current), before, examples, exclude_trajectories=exclude,
                                  exclude_sources=exclude_sources)
-    extra = examples_block(shown) + (guidance(bool(shown)) if edits else "")
-    return dataclasses.replace(conv, system=conv.system + extra), shown
+    same = same_tool_turn(conv) if edits else None
+    lead = examples_block(shown) + (same_tool_note(*same) if same else "")
+    system = conv.system + (guidance(retriever is not None) if edits else "")
+    return dataclasses.replace(conv, system=system, current=lead + conv.current), shown

@@ -123,8 +123,8 @@ class WorldModel:
 
     def guided(self, conv: Conversation, domain: Domain | None,
                exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:
-        """``conv`` with what lwm's own guidance adds to the system prompt (how to answer with edits, the
-        retrieved real transitions), and the transitions shown."""
+        """``conv`` with lwm's own guidance (``lwm.retrieval.guide``: how to answer with edits in the system
+        prompt; the retrieved real transitions in the last user message), and the transitions shown."""
         return guide(conv, domain.name if domain else None, edits=self.edits, retriever=self.retriever,
                      examples=self.examples, exclude=exclude)
 

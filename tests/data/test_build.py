@@ -83,3 +83,37 @@ def test_take_keeps_a_seeded_sample_per_domain_and_drops_the_rest(tmp_path):
         build("sft", ts, out, take={"web": 3})
     with pytest.raises(ValueError, match="cpt"):
         build("cpt", ts, out, take={"web": 1})
+
+
+def test_guided_rows_are_asked_as_the_model_is_and_keep_errors_to_their_share():
+    """edits + retrieval: the row's prompt is the one WorldModel(edits, retriever) sends, the answer is the
+    shortest edit (here against the session's last call of the same tool), and errors keep to their share."""
+    import asyncio
+
+    from lwm.data.build import Guidance
+    from lwm.domains import get_domain
+    from lwm.retrieval import TransitionIndex
+    from lwm.types import Action, Provenance, Trajectory
+
+    pytest.importorskip("bm25s")
+    t = Trajectory(id="think-1", domain="mcp", provenance=Provenance(source="real", extra={"source": "mcp:think"}))
+    result = "{\n" + "".join(f'  "field{n}": "a value that stays",\n' for n in range(8)) + '  "thoughtNumber": 1\n}'
+    calls = [("think", result), ("list", "[]"), ("think", result.replace(": 1\n", ": 2\n"))]
+    calls += [("bad", f"Error: MCP error -32602: bad {n}") for n in range(8)]
+    for name, text in calls:
+        t = t.extended(Action(content={"name": name, "arguments": {}}), Observation(content=text))
+    other = t.model_copy(update={"id": "think-2"})
+    guided = Guidance(edits=True, retriever=TransitionIndex.build([t, other]), unseen_share=0.0)
+    rows = {r["id"]: r for r in sft_rows([t], guided=guided)}
+    # 8 errors in 11 rows: kept to a fifth of what is left, the same rows every build
+    errors = [i for i, r in rows.items() if "Error:" in r["completion"][0]["content"]]
+    assert len(errors) < 8 and len(rows) - len(errors) == 3
+    assert rows == {r["id"]: r for r in sft_rows([t], guided=guided)}
+    third = rows["think-1-t3"]
+    assert third["completion"][0]["content"].startswith("<predicted_observation>\n@edit turn 1\n")
+    wm = WorldModel(MockBackend(["<predicted_observation>\n@edit turn 1\n</predicted_observation>"],
+                                context_window=None), cache=False, edits=True, retriever=guided.retriever)
+    conv = wm.conversation(t.model_copy(update={"turns": t.turns[:2]}), t.turns[2].action)
+    observation = asyncio.run(wm.complete(conv, get_domain("mcp"), exclude={"think-1"}))
+    assert wm.backend.calls[-1] == third["prompt"] and "Example 1 (mcp:think)" in third["prompt"][-1]["content"]
+    assert observation.content == result

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -76,6 +76,21 @@ class Guidance:
     unseen_share: float = 0.5
     """Share of trajectories whose rows retrieve nothing from their own source, as an evaluation on held-out
     sources retrieves: the model learns both to copy a near example and to do without one."""
+    max_error_share: float | None = 0.2
+    """Per source, rows whose answer is an error (``Error...``) are kept up to this share of its rows (a
+    seeded choice; the turns stay in later rows' history). A corpus that probes tools with bad arguments
+    errs on a third of its calls, and a model trained on that answers an unseen tool with an error."""
+
+    def keep_error(self, row_id: str, errors: int, rows: int) -> bool:
+        """Whether an error row of a source with ``errors`` error rows in ``rows`` is kept (the same rows
+        for the same corpus, run after run)."""
+        import hashlib
+
+        if self.max_error_share is None or errors <= self.max_error_share * rows:
+            return True
+        keep = self.max_error_share * (rows - errors) / ((1 - self.max_error_share) * errors) \
+            if self.max_error_share < 1 else 1.0
+        return int.from_bytes(hashlib.sha256(row_id.encode()).digest()[:4], "big") / 2**32 < keep
 
     def exclude_sources(self, trajectory: Trajectory) -> set[str]:
         import hashlib
@@ -84,6 +99,10 @@ class Guidance:
 
         draw = int.from_bytes(hashlib.sha256(trajectory.id.encode()).digest()[:4], "big") / 2**32
         return {source_of(trajectory)} if draw < self.unseen_share else set()
+
+
+def _is_error(content: str) -> bool:
+    return content.lstrip().startswith("Error")
 
 
 def _answer(turn: Any, content: str | None = None) -> str:
@@ -97,14 +116,25 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
     """Each turn's conversation, its messages laid out as at inference, and the answer to learn. Under a
     token budget, the answer's tokens (up to half the budget; a longer answer is cut by the trainer) are
     reserved, and a turn whose system prompt and action alone do not fit is skipped and named in ``skipped``."""
+    from lwm.data.sources import source_of
     from lwm.edits import shortest_answer
-    from lwm.retrieval import guide
+    from lwm.retrieval import guide, same_tool_turn
 
     count = _counter(max_tokens)
     guided = guided or Guidance()
+    trajectories = list(trajectories)
+    errors, turns = Counter(), Counter()
+    for trajectory in trajectories:
+        for turn in trajectory.turns:
+            turns[source_of(trajectory)] += 1
+            errors[source_of(trajectory)] += _is_error(turn.observation.content)
     for trajectory in trajectories:
         domain = get_domain(trajectory.domain)
+        source = source_of(trajectory)
         for k, turn in enumerate(trajectory.turns):
+            if guided.edits and _is_error(turn.observation.content) and \
+                    not guided.keep_error(f"{trajectory.id}-t{k + 1}", errors[source], turns[source]):
+                continue
             laid_out = conversation(domain, trajectory.context, trajectory.turns[:k], turn.action, compact=compact)
             prompted, shown = guide(laid_out, trajectory.domain, edits=guided.edits, retriever=guided.retriever,
                                     examples=guided.examples, exclude={trajectory.id},
@@ -113,6 +143,9 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
             if guided.edits:
                 bases = {f"turn {j + 1}": trajectory.turns[j].observation.content
                          for j in range(max(0, k - 1 - guided.recent), k - 1)}
+                same = same_tool_turn(laid_out)
+                if same is not None and same[0] < k:
+                    bases[f"turn {same[0]}"] = trajectory.turns[same[0] - 1].observation.content
                 bases.update({f"example {n}": t.after for n, t in enumerate(shown, start=1)})
                 if k:
                     bases["previous"] = trajectory.turns[k - 1].observation.content

@@ -27,7 +27,7 @@ def load_model(name: str, seed: int) -> tuple[Any, Any]:
     base = name
     if adapter.is_file():
         base = json.loads(adapter.read_text(encoding="utf-8")).get("base_model_name_or_path") or "smollm2"
-        base = base if Path(base).is_dir() else "smollm2"
+        base = base if Path(base).is_dir() or base.endswith(".gguf") and Path(base).is_file() else "smollm2"
     model_dir = base_model_dir(base)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
