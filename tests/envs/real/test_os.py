@@ -54,6 +54,19 @@ def test_printed_output_and_tracebacks_come_first(env):
     assert obs.startswith("Output:\nTraceback (most recent call last):") and "ZeroDivisionError" in obs
 
 
+def test_lines_that_are_no_answer_on_the_desktops_channel_are_passed_over(env):
+    """Something inside the sandbox may write to the desktop helper's stdout (a process there that holds it):
+    a line that is no answer to lwm's request (not JSON, or another request's id) must not become the
+    observation or an exception. Written here through the sandbox process's own end of the channel."""
+    env.reset()
+    with open(f"/proc/{env.desktop.pid}/fd/1", "w") as channel:
+        channel.write('not json\n{"id": 99, "tree": "fake"}\n')
+    obs, *_ = env.step("print(6 * 7)")
+    assert obs.startswith("Output:\n42\n\napplication 'mousepad'") and env.stray_lines == 2
+    obs, *_ = env.step("print(7 * 7)")
+    assert obs.startswith("Output:\n49\n\napplication 'mousepad'")
+
+
 def test_actions_are_sandboxed(env):
     env.reset()
     obs, *_ = env.step("import pathlib\npathlib.Path('notes.txt').write_text('x')\nprint(pathlib.Path.cwd())\n"

@@ -60,6 +60,10 @@ class OSEnv(TextEnv):
         self.workdir: Path | None = None
         self._reaper: Reaper | None = None
         self._buffer = b""
+        self._requests = 0
+        self.stray_lines = 0
+        """Lines on the desktop's channel that were no answer to lwm's request (something inside the sandbox
+        wrote to it): passed over, counted."""
         super().__init__("os", context, render_mode)
 
     def provenance(self) -> Provenance:
@@ -78,40 +82,50 @@ class OSEnv(TextEnv):
         config = {"apps": list(self.apps), "size": list(self.size), "tree_script": str(TREE_SCRIPT),
                   "action_python": sys.executable,
                   "action_path": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
-        self._buffer = b""
+        self._buffer, self._requests = b"", 0
         self.desktop = subprocess.Popen(self.sandbox.argv(SYSTEM_PYTHON, "-u", str(DESKTOP_SCRIPT), json.dumps(config)),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         start_new_session=True)
-        answer = self._answer(60.0)
+        answer = self._answer(60.0, 0)
         if "tree" not in answer:
             raise DesktopUnavailable(f"the desktop did not start: {answer.get('error')}")
         return answer["tree"]
 
     def _request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         assert self.desktop is not None and self.desktop.stdin is not None, "reset() first"
+        self._requests += 1
         try:
-            self.desktop.stdin.write((json.dumps(request) + "\n").encode())
+            self.desktop.stdin.write((json.dumps({**request, "id": self._requests}) + "\n").encode())
             self.desktop.stdin.flush()
         except (BrokenPipeError, ValueError):
             return {"error": f"the desktop has ended (exit code {self.desktop.poll()})"}
-        return self._answer(timeout)
+        return self._answer(timeout, self._requests)
 
-    def _answer(self, timeout: float) -> dict[str, Any]:
-        """The desktop's next line, or ``{"error"}`` when it ends or does not answer in ``timeout`` s."""
+    def _answer(self, timeout: float, request: int) -> dict[str, Any]:
+        """The desktop's answer to request ``request``, or ``{"error"}`` when it ends or does not answer in
+        ``timeout`` s. The channel is not trusted: code run inside the sandbox can write to it, so a line
+        that is not this request's answer (not JSON, another id) is passed over and counted."""
         assert self.desktop is not None and self.desktop.stdout is not None
         fd, deadline = self.desktop.stdout.fileno(), time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                kill_group(self.desktop)
-                return {"error": f"the desktop did not answer within {timeout:g} s and was stopped"}
-            if select.select([fd], [], [], left)[0]:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return {"error": f"the desktop has ended (exit code {self.desktop.wait()})"}
-                self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        while True:
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    kill_group(self.desktop)
+                    return {"error": f"the desktop did not answer within {timeout:g} s and was stopped"}
+                if select.select([fd], [], [], left)[0]:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        return {"error": f"the desktop has ended (exit code {self.desktop.wait()})"}
+                    self._buffer += chunk
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                answer = None
+            if isinstance(answer, dict) and answer.get("id") == request:
+                return answer
+            self.stray_lines += 1
 
     def close(self) -> None:
         if self.desktop is not None:

@@ -97,15 +97,15 @@ def main():
             return
         time.sleep(0.2)
         text = tree(config["tree_script"])
-    print(json.dumps({"tree": text}), flush=True)
+    print(json.dumps({"id": 0, "tree": text}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "run":
             output = run_action(config, request["code"], request["timeout"])
             time.sleep(request["settle"])
-            print(json.dumps({"output": output, "tree": tree(config["tree_script"])}), flush=True)
+            print(json.dumps({"id": request["id"], "output": output, "tree": tree(config["tree_script"])}), flush=True)
         else:
-            print(json.dumps({"tree": tree(config["tree_script"])}), flush=True)
+            print(json.dumps({"id": request["id"], "tree": tree(config["tree_script"])}), flush=True)
 
 
 if __name__ == "__main__":
