@@ -8,6 +8,7 @@ import pytest
 
 from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.web import CHROMIUM, SITES, START_PAGES, WebEnv, parse_calls
+from tests.envs.real.conftest import wait_for
 
 pytest.importorskip("playwright")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed (make setup)")
@@ -136,3 +137,22 @@ def test_a_page_that_never_answers_is_given_up_within_the_deadline():
         assert "Title: Corner Shop" in obs
     finally:
         e.close()
+
+
+def test_a_hang_after_a_page_that_cannot_open_again_restarts_at_the_start_and_leaves_no_driver():
+    from lwm.envs.real.web import _driver_pids
+
+    e = WebEnv(step_timeout=5.0)
+    try:
+        e.reset()
+        assert len(_driver_pids()) == 1
+        for url in ("file:///a", "file:///b"):
+            e.step(f"goto('{url}')")
+        for _ in range(2):
+            obs, _, _, _, info = e.step("goto('javascript:for(;;){}')")
+            assert obs.startswith("Error: the page stopped responding") and info["browser_hung"]
+            assert "the browser was restarted at http://shop.lwm.test/" in obs or "URL: http://shop" in obs
+        assert wait_for(lambda: len(_driver_pids()) == 1, 10)  # the hung calls' drivers are gone
+    finally:
+        e.close()
+    assert wait_for(lambda: not _driver_pids(), 10)

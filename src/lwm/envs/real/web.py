@@ -63,6 +63,19 @@ def parse_calls(code: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
     return calls
 
 
+def _driver_pids() -> set[int]:
+    """This process's Playwright drivers (node ... run-driver)."""
+    me, found = str(os.getpid()).encode(), set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "stat").read_bytes().rsplit(b") ", 1)[1].split()[1] == me \
+                    and b"run-driver" in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except (OSError, IndexError):
+            pass
+    return found
+
+
 class BrowserHung(RuntimeError):
     """The browser did not answer a call within its deadline and was killed."""
 
@@ -115,6 +128,7 @@ class WebEnv(TextEnv):
         self._version: str | None = None
         self._context: Any = None
         self._worker: BrowserThread | None = None
+        self._drivers: set[int] = set()
         self.page: Any = None
         self._url = start_url
         self.messages: list[str] = []
@@ -133,7 +147,8 @@ class WebEnv(TextEnv):
         done, result = self._worker.run(fn, args, timeout)
         if not done:
             self._kill_browser()
-            self._worker.stop()  # its call returns with an error once the browser is gone, or never
+            self._kill_drivers()  # the hung call then returns with an error, and its thread ends
+            self._worker.stop()
             self._worker = None
             self._pw = self._browser = self._context = self.page = None
             raise BrowserHung(f"the browser did not answer within {timeout:g} s")
@@ -154,6 +169,16 @@ class WebEnv(TextEnv):
             except OSError:
                 pass
 
+    def _kill_drivers(self) -> None:
+        """SIGKILL the Playwright driver (node) this env started: the hung call's thread holds it, so it would
+        otherwise live as long as this process."""
+        for pid in self._drivers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._drivers = set()
+
     # --- lifecycle -----------------------------------------------------------------------------
     def _launch(self) -> None:
         from playwright.sync_api import sync_playwright
@@ -161,7 +186,9 @@ class WebEnv(TextEnv):
         if self._browser is None:
             if not Path(CHROMIUM).exists():
                 raise RuntimeError(f"{CHROMIUM} not found: apt-get install chromium (make setup does this)")
+            before = _driver_pids()
             self._pw = sync_playwright().start()
+            self._drivers = _driver_pids() - before
             executable = self._sandboxed_chromium() if self.sandbox else CHROMIUM
             self._browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
             self._version = self._browser.version
@@ -228,6 +255,7 @@ class WebEnv(TextEnv):
         if self._pw is not None:
             self._pw.stop()
         self._pw = self._browser = self._context = self.page = None
+        self._drivers = set()
 
     def _drop_home(self) -> None:
         if self._sandbox is not None:
@@ -272,9 +300,16 @@ class WebEnv(TextEnv):
         try:
             text, url, error = self._call(self._act, action.content)
         except BrowserHung as exc:
-            # What a user of a hung tab does: give up on it. The browser restarts at the last page.
+            # What a user of a hung tab does: give up on it. The browser restarts at the last page, or at the
+            # start page when the last page does not open again (an error page, a file:// address).
             self._drop_home()
-            text = self._call(self._open, last_url)
+            try:
+                text = self._call(self._open, last_url)
+            except BrowserHung:
+                raise
+            except Exception:  # the new browser stands: only its page goes to the start
+                last_url = self.start_url
+                text = self._call(self._open, last_url)
             text = f"Error: the page stopped responding ({exc}); the browser was restarted at {last_url}\n\n{text}"
             return Observation(content=text, metadata={"url": last_url, "action_error": True, "browser_hung": True})
         if error:
