@@ -156,3 +156,36 @@ async def test_the_kv_state_cache_restores_an_earlier_prefix_and_answers_the_sam
         answers[name] = [g.text for g in out]
     assert answers["cached"] == answers["plain"]
     assert cached.llama.cache is not None and len(cached.llama.cache.cache_state) >= 2 and plain.llama.cache is None
+
+
+def test_a_cancel_during_prompt_evaluation_stops_it_there():
+    """Ctrl+C in a long prompt's evaluation (tens of seconds for an 8k-token sample on a CPU): llama.cpp's abort
+    callback ends the evaluation at once instead of after it; the model then answers as before."""
+    import threading
+
+    backend = EmbeddedBackend(n_ctx=8192, state_cache_mb=0)
+    llm = backend.llama
+    long = [{"role": "user", "content": " ".join(f"row {i} of the table holds the value {i * 7}" for i in range(400))}]
+    prompt_tokens = backend.count_tokens(long[0]["content"])
+    config = GenerateConfig(temperature=0.0, seed=0, max_tokens=8)
+    short = [{"role": "user", "content": "Say hello."}]
+    before = backend._complete(short, config).text
+    cancel = threading.Event()
+    evaluated: list[int] = []
+    eval_batch = llm.eval
+
+    def watched(tokens):  # cancel once the evaluation is under way (after its first batch)
+        if not evaluated:
+            threading.Timer(0.2, cancel.set).start()
+        evaluated.append(len(tokens))
+        return eval_batch(tokens)
+
+    llm.eval = watched
+    try:
+        with pytest.raises(embedded.GenerationCancelled):
+            backend._complete(long, config, cancel)
+    finally:
+        del llm.eval
+    assert evaluated and evaluated[0] >= prompt_tokens > 2000
+    assert llm.n_tokens < prompt_tokens  # stopped inside the prompt, not after it
+    assert backend._complete(short, config).text == before
