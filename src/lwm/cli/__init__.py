@@ -12,12 +12,12 @@ if "COLUMNS" not in os.environ and not sys.stdout.isatty():
     os.environ["COLUMNS"] = "160"
 
 from lwm import __version__
-from lwm.cli import agent, bench, collect, data, demo, models, serve, shell, simulate, testserver, train
+from lwm.cli import agent, bench, collect, data, demo, models, serve, setup, shell, simulate, testserver, train
 
 app = typer.Typer(name="lwm", help="Language world models: simulate an agent's environment with an LLM.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
-for module in (demo, simulate, shell, models, collect, data, bench, train, agent, serve, testserver):
+for module in (demo, simulate, shell, models, setup, collect, data, bench, train, agent, serve, testserver):
     module.register(app)
 
 

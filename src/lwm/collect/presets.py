@@ -10,13 +10,12 @@ from lwm.collect.explorers.programs import PROGRAMS
 from lwm.collect.runner import EpisodeSpec, plan
 from lwm.envs.real.search_corpus import SOURCES
 from lwm.envs.real.web import START_PAGES
+from lwm.provision import swe_sdists
 
 SEARCH_CORPORA = [name for name in SOURCES if name not in ("wn", "gcide")]  # setup.sh installs the rest
-SWE_DIR = Path(__file__).parents[3] / "servers" / "swe"
-SWE_SDISTS = [SWE_DIR / "sdists" / f"{line.replace('==', '-')}.tar.gz"
-              for line in (SWE_DIR / "projects.txt").read_text().split() if "==" in line]
-"""Real libraries' source distributions, as pinned in servers/swe/projects.txt (scripts/setup.sh downloads
-them; an episode on one that is missing fails with "SWE project not found")."""
+SWE_SDISTS = swe_sdists()
+"""Real libraries' source distributions, as pinned in lwm/provision/swe/projects.txt (``lwm setup swe``
+downloads them; an episode on one that is missing says to run it)."""
 OS_APPS = ["galculator", "gucharmap", "gnumeric", "abiword", "gtk3-widget-factory", "gtk3-demo",
            "gtk3-icon-browser"]  # beside corpus-v1's mousepad
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lwm import provision
 from lwm.envs.base import TextEnv
 from lwm.envs.real.process import Reaper
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
@@ -149,9 +150,9 @@ class MCPConnection:
 
 
 SANDBOX_WORKDIR = "/home/user/work"
-NPM_BIN = Path(__file__).parents[4] / "servers" / "mcp" / "node_modules" / ".bin"
-PYPI_BIN = Path(__file__).parents[4] / "servers" / "pypi" / ".venv" / "bin"
-"""PyPI servers pinned to an older mcp SDK than lwm's live in their own environment (servers/pypi)."""
+NPM_BIN = provision.npm_bin()
+PYPI_BIN = provision.pypi_bin()
+"""PyPI servers pinned to an older mcp SDK than lwm's live in their own environment (``lwm setup mcp``)."""
 PRESETS: dict[str, MCPServer] = {
     "memory": MCPServer(str(NPM_BIN / "mcp-server-memory"), env={"MEMORY_FILE_PATH": "{workdir}/memory.jsonl"}),
     "filesystem": MCPServer(str(NPM_BIN / "mcp-server-filesystem"), ("{workdir}",)),
@@ -169,6 +170,17 @@ PRESETS: dict[str, MCPServer] = {
                        env={"ALLOW_COMMANDS": "ls,cat,echo,wc,head,tail,grep,sort,uniq,date,pwd,mkdir,touch,find"}),
 }
 """Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder."""
+
+
+def _command_path(command: str) -> str:
+    """A server's executable: a path as given (lwm's provisioned servers: said missing in one line), a bare name
+    from lwm's own interpreter's folder first (a venv that is not activated), then PATH."""
+    if os.sep in command:
+        if Path(command).is_relative_to(provision.data_dir()):
+            provision.require(Path(command), f"the MCP server {Path(command).name}", "mcp")
+        return command
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else shutil.which(command) or command
 
 
 @register("env", "mcp")
@@ -203,7 +215,7 @@ class MCPEnv(TextEnv):
                            {k: fill(v) for k, v in self.server.env.items()}, str(self.workdir), self.server.log)
         if not sandboxed:
             return server
-        command = shutil.which(server.command or "") or server.command or ""
+        command = _command_path(server.command or "")
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
         self._sandbox = Sandbox(self.workdir, env={"PATH": path, **server.env}, mount_at=SANDBOX_WORKDIR,
                                 limits=self.server.limits or self.limits)

@@ -91,8 +91,11 @@ DEFAULT_LIMITS = Limits()
 
 
 def _lwm_install() -> list[Path]:
-    """lwm's own install: its interpreter, virtual environment and checkout (for servers/)."""
-    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[4]}
+    """lwm's own install: its interpreter, virtual environment, checkout, and data folder (``lwm setup``'s
+    servers)."""
+    from lwm.provision import data_dir
+
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[4], data_dir()}
     return sorted({p.resolve() for p in roots if p.exists()})
 
 
@@ -167,7 +170,7 @@ class Sandbox:
         for path in self._identity:  # /etc/passwd and /etc/group that name the dropped uid "user"
             args += ["--ro-bind", str(path), f"/etc/{path.suffix[1:]}"]
         covered = ["/tmp", *tmpfs]
-        for path in _lwm_install():  # lwm's interpreter, venv and checkout, wherever they live, read-only
+        for path in _lwm_install():  # lwm's interpreter, venv, checkout and data, wherever they live, read-only
             if any(Path(c) in path.parents for c in covered):
                 args += [*_parents(path, covered), "--ro-bind", str(path), str(path)]
         for host, inside in [(source, work), *self.binds.items()]:

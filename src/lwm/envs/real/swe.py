@@ -87,7 +87,10 @@ class SWEEnv(TextEnv):
                  command_timeout: float = 60.0, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
         self.project = Path(project)
         if not self.project.exists():
-            raise FileNotFoundError(f"SWE project not found: {self.project}")
+            from lwm.provision import data_dir
+
+            hint = ": run `lwm setup swe`" if self.project.is_relative_to(data_dir()) else ""
+            raise FileNotFoundError(f"SWE project not found: {self.project}{hint}")
         self.command_timeout, self.limits = command_timeout, limits
         self.root: Path | None = None
         self._tmp: Path | None = None

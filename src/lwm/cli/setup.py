@@ -1,0 +1,61 @@
+"""``lwm setup``: provision what the real environments need (``lwm.provision``), or list what is there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm import provision
+
+
+def setup(envs: Annotated[list[str] | None, typer.Argument(
+              help=f"Environments to provision ({', '.join(provision.ENVS)}); none: all of them.")] = None,
+          check: Annotated[bool, typer.Option("--check", help="Only list what is there and what is missing.")] = False,
+          system: Annotated[bool, typer.Option(
+              "--system/--no-system",
+              help="As root, install the missing system packages with apt (only those; nothing is upgraded).")] = True,
+          ) -> None:
+    """Install what the real environments need into lwm's data folder (LWM_DATA_DIR overrides): the npm and
+    PyPI MCP servers, the SWE projects' source distributions; and check the system packages (as root, install
+    the missing ones). Safe to rerun: what is there is kept, a killed run resumes."""
+    chosen = list(dict.fromkeys(envs or provision.ENVS))
+    unknown = [e for e in chosen if e not in provision.ENVS]
+    if unknown:
+        raise typer.BadParameter(f"unknown environment {', '.join(unknown)}; known: {', '.join(provision.ENVS)}")
+    console = Console(stderr=True)
+    say = lambda line: console.print(f"[dim]setup: {line}[/]")  # noqa: E731
+    missing = provision.missing_system(chosen)
+    if missing and not check and system and os.geteuid() == 0:
+        upgrades = provision.apt_upgrades(missing)
+        console.print(f"setup: installing system packages: {' '.join(missing)}"
+                      + (f" (apt must also upgrade, as their dependencies: {' '.join(upgrades)})" if upgrades else ""))
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(provision.apt_line(missing), check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        missing = provision.missing_system(chosen)
+    parts = [p for p in provision.PARTS if p.env in chosen]
+    if not check:
+        for part in parts:
+            if not part.ready():
+                console.print(f"setup: installing {part.describe} into {part.folder()}")
+                part.install(say)
+    table = Table(title=f"lwm setup ({provision.data_dir()})")
+    for column in ("part", "for", "state"):
+        table.add_column(column)
+    for part in parts:
+        table.add_row(part.describe, part.env, "[green]ready[/]" if part.ready() else "[red]missing[/]")
+    table.add_row("system packages", ", ".join(chosen),
+                  "[green]ready[/]" if not missing else f"[red]missing: {' '.join(missing)}[/]")
+    Console().print(table)
+    if missing:
+        console.print(f"setup: as root: {' '.join(provision.apt_line(missing))}")
+    if missing or any(not p.ready() for p in parts):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("setup")(setup)

@@ -1,0 +1,195 @@
+"""What the real environments need beyond lwm's Python packages, provisioned by ``lwm setup`` into lwm's data
+folder (platformdirs' user data folder; ``LWM_DATA_DIR`` overrides), so a wheel installed anywhere and a git
+checkout find them in one place.
+
+The pins are package data beside this file: the npm MCP servers (``mcp/package.json`` + lock), the PyPI MCP
+servers that need an older mcp SDK than lwm's (``pypi/requirements.txt``, their own venv), and the SWE
+projects' source distributions (``swe/projects.txt``). System packages are checked (``dpkg -s``) and, as root,
+installed with apt — only the missing ones, never upgrading what is there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PINS = Path(__file__).parent
+
+
+def data_dir() -> Path:
+    """lwm's data folder: ``LWM_DATA_DIR``, or the platform's user data folder for lwm."""
+    if os.environ.get("LWM_DATA_DIR"):
+        return Path(os.environ["LWM_DATA_DIR"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("lwm"))
+
+
+def npm_bin() -> Path:
+    return data_dir() / "mcp" / "node_modules" / ".bin"
+
+
+def pypi_bin() -> Path:
+    return data_dir() / "pypi" / ".venv" / "bin"
+
+
+def swe_projects() -> list[str]:
+    """The pinned SWE projects (``name==version``)."""
+    return [line for line in (PINS / "swe" / "projects.txt").read_text().split() if "==" in line]
+
+
+def swe_sdists() -> list[Path]:
+    return [data_dir() / "swe" / "sdists" / f"{p.replace('==', '-')}.tar.gz" for p in swe_projects()]
+
+
+class NotProvisioned(RuntimeError):
+    """Something an environment needs is not installed; the message names the ``lwm setup`` that installs it."""
+
+
+def require(path: Path, what: str, env: str) -> Path:
+    if not path.exists():
+        raise NotProvisioned(f"{what} is not installed ({path} is missing): run `lwm setup {env}`")
+    return path
+
+
+# --- system packages ---------------------------------------------------------------------------------------
+SANDBOX = ["bubblewrap", "libseccomp2"]
+SYSTEM: dict[str, list[str]] = {
+    "terminal": [*SANDBOX, "tmux", "sqlite3", "jq", "bc", "dc", "units", "lua5.4", "ruby"],
+    "swe": [*SANDBOX, "git"],
+    "mcp": [*SANDBOX, "nodejs", "npm", "python3-venv", "git"],
+    "web": [*SANDBOX, "chromium"],
+    "os": [*SANDBOX, "xvfb", "xauth", "dbus-x11", "at-spi2-core", "python3-pyatspi", "mousepad", "galculator",
+           "xdotool", "gtk-3-examples", "gucharmap", "gnumeric", "abiword"],
+    "search": ["python3-doc", "manpages", "manpages-dev", "dict-foldoc", "dict-jargon", "git-doc", "sqlite3-doc",
+               "bash-doc", "debian-reference-en", "python-flask-doc", "python-jinja2-doc", "python-click-doc",
+               "python-werkzeug-doc", "python-requests-doc", "python-attr-doc", "python-pytest-doc",
+               "python-pygments-doc", "python-markdown-doc", "apache2-doc", "sphinx-doc", "cmake-doc",
+               "python-babel-doc", "python-setuptools-doc", "python-itsdangerous-doc", "python-webob-doc",
+               "python-tornado-doc", "python-cryptography-doc", "python-scrapy-doc", "python-django-doc",
+               "python-sqlalchemy-doc", "python-lxml-doc", "vim-doc", "zsh-doc"],
+}
+"""Debian packages each environment needs (the web environment's sites and the search environment's documents
+are Debian's doc packages). Never Debian's nodejs-doc: it conflicts with NodeSource's nodejs."""
+ENVS = tuple(SYSTEM)
+
+
+def installed(package: str) -> bool:
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+    return done.returncode == 0 and done.stdout.strip().endswith(" installed")
+
+
+def node_present() -> bool:
+    """NodeSource's nodejs ships npm inside it: a node and npm on PATH satisfy both packages."""
+    return shutil.which("node") is not None and shutil.which("npm") is not None
+
+
+def missing_system(envs: Sequence[str]) -> list[str]:
+    wanted = dict.fromkeys(p for env in envs for p in SYSTEM[env])
+    if node_present():
+        wanted.pop("nodejs", None), wanted.pop("npm", None)
+    return [p for p in wanted if not installed(p)]
+
+
+def apt_line(packages: Sequence[str]) -> list[str]:
+    """Install exactly these packages: no recommended extras, and no upgrade of any that is already there."""
+    return ["apt-get", "install", "-y", "-qq", "--no-upgrade", "--no-install-recommends", *packages]
+
+
+def apt_upgrades(packages: Sequence[str]) -> list[str]:
+    """Installed packages that installing ``packages`` would upgrade as dependencies (apt's simulation)."""
+    done = subprocess.run(["apt-get", "install", "-s", "--no-upgrade", "--no-install-recommends", *packages],
+                          capture_output=True, text=True)
+    return [line.split()[1] for line in done.stdout.splitlines() if line.startswith("Inst ") and " [" in line]
+
+
+# --- lwm's own parts -----------------------------------------------------------------------------------------
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _stamped(folder: Path, pins: Path) -> bool:
+    stamp = folder / ".lwm-installed"
+    return stamp.is_file() and stamp.read_text().strip() == _digest(pins)
+
+
+def _stamp(folder: Path, pins: Path) -> None:
+    (folder / ".lwm-installed").write_text(_digest(pins) + "\n")
+
+
+def _run(argv: list[str], say: Callable[[str], None]) -> None:
+    say(" ".join(argv))
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{argv[0]} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing ``lwm setup`` provides: where it goes, whether it is there, how to put it there."""
+
+    name: str
+    env: str
+    describe: str
+
+    def folder(self) -> Path:
+        return data_dir() / {"npm-servers": "mcp", "pypi-servers": "pypi", "swe-projects": "swe"}[self.name]
+
+    def ready(self) -> bool:
+        if self.name == "npm-servers":
+            return _stamped(self.folder(), PINS / "mcp" / "package-lock.json")
+        if self.name == "pypi-servers":
+            return _stamped(self.folder() / ".venv", PINS / "pypi" / "requirements.txt")
+        return all(p.is_file() for p in swe_sdists())
+
+    def install(self, say: Callable[[str], None]) -> None:
+        """Install into a staging folder renamed into place (a killed run leaves no half install), or for the
+        sdists one file at a time (a rerun downloads only the missing ones)."""
+        folder = self.folder()
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        if self.name == "swe-projects":
+            sdists = folder / "sdists"
+            sdists.mkdir(parents=True, exist_ok=True)
+            missing = [p for p, f in zip(swe_projects(), swe_sdists(), strict=True) if not f.is_file()]
+            _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                  "-d", str(sdists), *missing], say)
+            return
+        staging = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        if self.name == "npm-servers":
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(PINS / "mcp" / name, staging / name)
+            _run(["npm", "ci", "--prefix", str(staging), "--no-audit", "--no-fund", "--silent"], say)
+            _stamp(staging, PINS / "mcp" / "package-lock.json")
+        else:
+            # a venv's scripts name its own path: build it where it will live (renamed from staging it would break)
+            shutil.rmtree(staging)
+            shutil.rmtree(folder, ignore_errors=True)
+            venv = folder / ".venv"
+            _run([_system_python(), "-m", "venv", str(venv)], say)
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r",
+                  str(PINS / "pypi" / "requirements.txt")], say)
+            _stamp(venv, PINS / "pypi" / "requirements.txt")
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+
+
+def _system_python() -> str:
+    """A Python to build the servers' own venv with: the one lwm runs on, outside any venv."""
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return str(base) if base.exists() else sys.executable
+
+
+PARTS = [
+    Part("npm-servers", "mcp", "npm MCP servers (memory, filesystem, everything, sequential-thinking, code-runner)"),
+    Part("pypi-servers", "mcp", "PyPI MCP servers in their own venv (sqlite, calculator, duckdb, shell)"),
+    Part("swe-projects", "swe", f"SWE projects' source distributions ({len(swe_projects())} pinned)"),
+]

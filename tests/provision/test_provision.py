@@ -1,0 +1,102 @@
+"""lwm setup: what the real environments need, in lwm's data folder; and lwm from a wheel, outside the checkout."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lwm import provision
+from lwm.cli import app
+
+runner = CliRunner()
+
+
+def test_an_empty_data_folder_lists_every_part_missing_and_check_installs_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path / "data"))
+    result = runner.invoke(app, ["setup", "mcp", "swe", "--check"])
+    assert result.exit_code == 1, result.output
+    assert result.output.count("missing") >= 3 and str(tmp_path / "data") in result.output.replace("\n", "")
+    assert not (tmp_path / "data").exists()  # --check changes nothing
+    assert runner.invoke(app, ["setup", "nosuch"]).exit_code == 2
+
+
+def test_a_provisioned_server_that_is_missing_says_which_setup_installs_it(tmp_path, monkeypatch):
+    from lwm.envs.real.mcp import _command_path
+
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
+    with pytest.raises(provision.NotProvisioned, match="run `lwm setup mcp`"):
+        _command_path(str(provision.npm_bin() / "mcp-server-memory"))
+    assert _command_path("/bin/sh") == "/bin/sh"  # any other path is the user's own
+
+
+def test_the_swe_projects_are_the_pinned_ones_in_the_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
+    assert len(provision.swe_projects()) == len(provision.swe_sdists()) >= 10
+    assert all(p.parent == tmp_path / "swe" / "sdists" for p in provision.swe_sdists())
+    from lwm.envs.real.swe import SWEEnv
+
+    with pytest.raises(FileNotFoundError, match="run `lwm setup swe`"):
+        SWEEnv(provision.swe_sdists()[0])
+
+
+@pytest.mark.skipif(shutil.which("apt-get") is None, reason="no apt here")
+def test_apt_installs_only_what_is_named_and_upgrades_nothing():
+    line = provision.apt_line(["tmux"])
+    assert "--no-upgrade" in line and "--no-install-recommends" in line and line[-1] == "tmux"
+    present = [p for p in ("tmux", "bash") if provision.installed(p)]
+    assert present and provision.apt_upgrades(present) == []  # installed ones: nothing to do, nothing upgraded
+    assert provision.missing_system(["terminal"]) == [p for p in provision.SYSTEM["terminal"]
+                                                      if not provision.installed(p)]
+
+
+def _commands(group, path=()):
+    """Every command path of the CLI (typer's click group)."""
+    import typer.main
+
+    click_group = typer.main.get_command(group) if not hasattr(group, "commands") else group
+    for name, command in click_group.commands.items():
+        yield (*path, name)
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_outside_the_checkout_runs_every_command_and_collects(tmp_path):
+    """pip wheel, a fresh venv, from a folder that is not the checkout: every --help, a simulated step,
+    `lwm setup mcp`, and real episodes in the terminal and in MCP's time server."""
+    checkout = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "wheel"),
+                           str(checkout)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "wheel").glob("lwm-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    done = subprocess.run([str(tmp_path / "venv/bin/pip"), "install", "-q", f"{wheel}[mcp]"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lwm = str(tmp_path / "venv/bin/lwm")
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    def run(*args, timeout=300):
+        done = subprocess.run([lwm, *args], cwd=away, env=env, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"lwm {' '.join(args)}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
+        return done.stdout
+
+    for command in _commands(app):
+        assert "Usage" in run(*command, "--help")
+    step = json.loads(run("simulate", "--domain", "terminal", "--model", "mock", "--json",
+                          "--action", '[{"keystrokes": "ls\\n", "duration": 0.1}]'))
+    assert step["observation"]
+    run("setup", "mcp", "--no-system")
+    for domain, options in (("terminal", []), ("mcp", ["--env-option", "preset=time"])):
+        out = away / f"corpus-{domain}"
+        run("collect", "--domain", domain, "--episodes", "1", "--max-steps", "3", *options, "--out", str(out))
+        (line,) = (out / "trajectories.jsonl").read_text().splitlines()
+        assert len(json.loads(line)["turns"]) == 3
+    assert not any(p.name == "servers" for p in away.iterdir())
