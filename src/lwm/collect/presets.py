@@ -12,7 +12,7 @@ from lwm.envs.real.search_corpus import SOURCES
 from lwm.envs.real.web import START_PAGES
 from lwm.provision import swe_sdists
 
-SEARCH_CORPORA = [name for name in SOURCES if name not in ("wn", "gcide")]  # setup.sh installs the rest
+SEARCH_CORPORA = [name for name in SOURCES if name not in ("wn", "gcide")]  # lwm setup search installs the rest
 SWE_SDISTS = swe_sdists()
 """Real libraries' source distributions, as pinned in lwm/provision/swe/projects.txt (``lwm setup swe``
 downloads them; an episode on one that is missing says to run it)."""

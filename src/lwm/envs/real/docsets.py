@@ -2,7 +2,7 @@
 
 One table for both domains that use them: the web environment serves each folder at its URL (a browser
 walks the real pages), and the search environment indexes the Sphinx-built ones as corpora of their own
-(``sources=["flask-docs"]``). ``scripts/setup.sh`` installs the packages; a set whose folder is missing is
+(``sources=["flask-docs"]``). ``lwm setup search`` installs the packages; a set whose folder is missing is
 simply not available.
 """
 

@@ -45,7 +45,7 @@ def check_desktop() -> None:
         if Path(SYSTEM_PYTHON).exists() else None
     if missing or probe is None or probe.returncode:
         raise DesktopUnavailable("the OS environment needs xvfb, dbus, at-spi2-core and python3-pyatspi "
-                                 f"(make setup installs them); missing: {missing or ['pyatspi']}")
+                                 f"(`lwm setup os` installs them as root); missing: {missing or ['pyatspi']}")
 
 
 @register("env", "os")

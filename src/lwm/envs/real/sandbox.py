@@ -53,7 +53,7 @@ def bwrap_path() -> str:
     path = shutil.which("bwrap")
     if path is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap "
-                                 "(make setup does this)")
+                                 "(`lwm setup` does this as root)")
     return path
 
 

@@ -36,7 +36,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SITES = {
     "http://shop.lwm.test/": Path(__file__).parent / "sites",
-    # Documentation sets Debian ships (scripts/setup.sh installs them), each at its public address.
+    # Documentation sets Debian ships (lwm setup web installs them), each at its public address.
     **{doc.url: doc.root for doc in DOC_SETS.values()},
 }
 START_PAGES = {"shop": "http://shop.lwm.test/index.html",
@@ -185,7 +185,7 @@ class WebEnv(TextEnv):
 
         if self._browser is None:
             if not Path(CHROMIUM).exists():
-                raise RuntimeError(f"{CHROMIUM} not found: apt-get install chromium (make setup does this)")
+                raise RuntimeError(f"{CHROMIUM} not found: run `lwm setup web` (as root it installs chromium)")
             before = _driver_pids()
             self._pw = sync_playwright().start()
             self._drivers = _driver_pids() - before
