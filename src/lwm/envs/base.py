@@ -100,6 +100,9 @@ class TextEnv(gym.Env[str, str]):
         self.trajectory = self._new_trajectory()
         if self.control is not None:
             self.control.reset(seed)
+            provenance = self.trajectory.provenance
+            self.trajectory = self.trajectory.model_copy(update={"provenance": provenance.model_copy(
+                update={"extra": {**provenance.extra, "control_seed": self.control.episode_seed}})})
         self._last = self.initial_observation(seed, options)
         return self._last, {"domain": self.domain.name, "turn": 0}
 

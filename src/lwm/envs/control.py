@@ -18,7 +18,10 @@ A spec is YAML (or JSON), schema version 1::
       entities: {users: [{id: 42, name: alice}]}
 
 Each decision draws from a generator seeded by (spec seed, episode seed, turn, rule), so the same
-episode seed and actions give the same perturbations; which were applied is kept in the step's metadata
+episode seed and actions give the same perturbations. An episode's seed comes from the run's seed (the last
+``reset(seed=...)``, else the spec's) and the episode's index in the run: ``reset()`` without a seed starts
+the next episode with a seed of its own, so no two episodes of a run replay the same faults (the seed is
+recorded in the episode's provenance, ``control_seed``); which were applied is kept in the step's metadata
 (``perturbations``). An injected error or rate limit replaces the call (nothing reaches the environment,
 as with a real failing API); the other kinds change the answer after it is made.
 """
@@ -26,6 +29,7 @@ as with a real failing API); the other kinds change the answer after it is made.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import random
 import time
@@ -147,17 +151,29 @@ def _drift(value: Any, rule: DriftRule) -> Any:
     return value
 
 
+def episode_seed(run_seed: int, episode: int) -> int:
+    """The perturbation seed of a run's ``episode``-th episode (0-based): reproducible, and unrelated from one
+    episode to the next."""
+    return int.from_bytes(hashlib.sha256(f"{run_seed}:{episode}".encode()).digest()[:8], "big")
+
+
 class Control:
-    """A spec applied to one episode's steps (``episode_seed`` from reset)."""
+    """A spec applied to a run's episodes, one after the other (each ``reset`` starts one)."""
 
     def __init__(self, spec: ControlSpec, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic):
         self.spec, self.sleep, self.clock = spec, sleep, clock
-        self.episode_seed = 0
+        self.run_seed, self.episode = spec.seed, -1
+        self.episode_seed = episode_seed(self.run_seed, 0)
         self.calls: dict[int, deque[float]] = {}
 
-    def reset(self, episode_seed: int | None) -> None:
-        self.episode_seed = episode_seed or 0
+    def reset(self, seed: int | None) -> None:
+        """Start an episode: with ``seed``, the first of a run seeded so; without, the run's next one."""
+        if seed is not None:
+            self.run_seed, self.episode = seed, 0
+        else:
+            self.episode += 1
+        self.episode_seed = episode_seed(self.run_seed, self.episode)
 
     def _rng(self, turn: int, rule: int) -> random.Random:
         return random.Random(f"{self.spec.seed}:{self.episode_seed}:{turn}:{rule}")
@@ -220,13 +236,15 @@ class Control:
         return Observation(content=text, metadata={"perturbations": applied, "tool_error": True})
 
 
-def apply_control(env: Any, spec: ControlSpec | str | Path | None) -> Any:
+def apply_control(env: Any, spec: Control | ControlSpec | str | Path | None) -> Any:
     """``env`` (any lwm environment, wrapped or not) with ``spec``'s perturbations around its steps and its
-    bible in the context the world model is shown; ``env`` itself when there is no spec."""
+    bible in the context the world model is shown; ``env`` itself when there is no spec. A ``Control`` goes on
+    counting its run's episodes (a served session makes a new environment per episode and keeps one)."""
     if spec is None:
         return env
-    spec = spec if isinstance(spec, ControlSpec) else ControlSpec.load(spec)
+    control = spec if isinstance(spec, Control) else \
+        Control(spec if isinstance(spec, ControlSpec) else ControlSpec.load(spec))
     inner = env.unwrapped
-    inner.context = spec.with_bible(inner.context)
-    inner.control = Control(spec)
+    inner.context = control.spec.with_bible(inner.context)
+    inner.control = control
     return env

@@ -22,7 +22,7 @@ from gymnasium.wrappers import TimeLimit
 
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.data.store import TrajectoryStore
-from lwm.envs.control import ControlSpec, apply_control
+from lwm.envs.control import Control, ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
 from lwm.types import Context
@@ -34,7 +34,7 @@ NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web",
 
 
 def wrap(env: gym.Env, store: str | Path | None = None, max_turns: int | None = None,
-         control: ControlSpec | str | Path | None = None, *, record: bool = False,
+         control: Control | ControlSpec | str | Path | None = None, *, record: bool = False,
          provenance: dict[str, Any] | None = None) -> gym.Env:
     """``env`` with ``control`` around its steps, truncated after ``max_turns`` inside the recorder (so a
     truncated episode is recorded too), recorded into ``store`` (or kept in memory with ``record``)."""

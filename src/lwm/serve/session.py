@@ -25,7 +25,7 @@ from lwm.agent.loop import Episode, close_env, final_answer, make_env, reward
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC, GenerateConfig
 from lwm.envs import RecordTrajectory, SimEnv
-from lwm.envs.control import ControlSpec
+from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
 from lwm.registry import get
 from lwm.types import Context
@@ -94,6 +94,9 @@ class Session:
         self.last_used = time.monotonic()
         self.steps = 0
         self.done = False
+        self.control = Control(config.control) if config.control is not None else None
+        """One run of the control spec across the session's episodes: each reset without a seed is the next
+        episode, with perturbations of its own (a new one per episode would replay the first's)."""
 
     def _make(self, task: Task | None, context: Context | None) -> gym.Env:
         if task is not None:
@@ -125,7 +128,7 @@ class Session:
                       **({"task": self.task.id} if self.task else {})}
         if self.config.control is not None:
             provenance["control"] = self.config.control.model_dump(exclude_defaults=True)
-        self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.config.control,
+        self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.control,
                         record=True, provenance=provenance)
         observation, info = self.env.reset(seed=seed)
         self.steps, self.done = 0, False
