@@ -108,7 +108,7 @@ class TransitionIndex:
 
     def __init__(self, parts: dict[str, tuple[list[Transition], Any]]):
         self.parts = parts
-        self._tools: dict[str, dict[str, Any]] = {}
+        self._columns: dict[str, dict[str, Any]] = {}  # per domain: each transition's tool and source
 
     def _mask(self, domain: str, tool: str | None, exclude_sources: Collection[str]) -> Any:
         """A 0/1 weight per transition of ``domain``: 1 where it may be shown (calls the tool ``tool`` when one
@@ -118,11 +118,11 @@ class TransitionIndex:
 
         if tool is None and not exclude_sources:
             return None
-        if domain not in self._tools:
+        if domain not in self._columns:
             items = self.parts[domain][0]
-            self._tools[domain] = {"tools": np.array([tool_name(t.action) or _NO_TOOL for t in items], dtype=object),
+            self._columns[domain] = {"tools": np.array([tool_name(t.action) or _NO_TOOL for t in items], dtype=object),
                                    "sources": np.array([t.source for t in items], dtype=object)}
-        columns = self._tools[domain]
+        columns = self._columns[domain]
         mask = np.ones(len(columns["tools"]), dtype=np.float32)
         if tool is not None:
             mask *= columns["tools"] == tool

@@ -84,21 +84,21 @@ class Guidance:
     def keep_error(self, row_id: str, errors: int, rows: int) -> bool:
         """Whether an error row of a source with ``errors`` error rows in ``rows`` is kept (the same rows
         for the same corpus, run after run)."""
-        import hashlib
-
         if self.max_error_share is None or errors <= self.max_error_share * rows:
             return True
-        keep = self.max_error_share * (rows - errors) / ((1 - self.max_error_share) * errors) \
-            if self.max_error_share < 1 else 1.0
-        return int.from_bytes(hashlib.sha256(row_id.encode()).digest()[:4], "big") / 2**32 < keep
+        return _draw(row_id) < self.max_error_share * (rows - errors) / ((1 - self.max_error_share) * errors)
 
     def exclude_sources(self, trajectory: Trajectory) -> set[str]:
-        import hashlib
-
         from lwm.data.sources import source_of
 
-        draw = int.from_bytes(hashlib.sha256(trajectory.id.encode()).digest()[:4], "big") / 2**32
-        return {source_of(trajectory)} if draw < self.unseen_share else set()
+        return {source_of(trajectory)} if _draw(trajectory.id) < self.unseen_share else set()
+
+
+def _draw(key: str) -> float:
+    """A number in [0, 1) fixed by ``key``: a seeded choice that does not depend on the order of the rows."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") / 2**32
 
 
 def _is_error(content: str) -> bool:
@@ -122,12 +122,13 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
 
     count = _counter(max_tokens)
     guided = guided or Guidance()
-    trajectories = list(trajectories)
-    errors, turns = Counter(), Counter()
-    for trajectory in trajectories:
-        for turn in trajectory.turns:
-            turns[source_of(trajectory)] += 1
-            errors[source_of(trajectory)] += _is_error(turn.observation.content)
+    errors, turns = Counter(), Counter()  # per source, for keeping error rows to their share
+    if guided.edits and guided.max_error_share is not None:
+        trajectories = list(trajectories)
+        for trajectory in trajectories:
+            source = source_of(trajectory)
+            turns[source] += len(trajectory.turns)
+            errors[source] += sum(_is_error(turn.observation.content) for turn in trajectory.turns)
     for trajectory in trajectories:
         domain = get_domain(trajectory.domain)
         source = source_of(trajectory)

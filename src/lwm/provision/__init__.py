@@ -137,9 +137,11 @@ class Part:
     name: str
     env: str
     describe: str
+    subdir: str
+    """Its folder under the data folder."""
 
     def folder(self) -> Path:
-        return data_dir() / {"npm-servers": "mcp", "pypi-servers": "pypi", "swe-projects": "swe"}[self.name]
+        return data_dir() / self.subdir
 
     def ready(self) -> bool:
         if self.name == "npm-servers":
@@ -149,8 +151,9 @@ class Part:
         return all(p.is_file() for p in swe_sdists())
 
     def install(self, say: Callable[[str], None]) -> None:
-        """Install into a staging folder renamed into place (a killed run leaves no half install), or for the
-        sdists one file at a time (a rerun downloads only the missing ones)."""
+        """Install into a staging folder renamed into place (a killed run leaves no half install); the venv
+        where it will live, stamped last (its scripts name their own path); the sdists one file at a time (a
+        rerun downloads only the missing ones)."""
         folder = self.folder()
         folder.parent.mkdir(parents=True, exist_ok=True)
         if self.name == "swe-projects":
@@ -159,27 +162,23 @@ class Part:
             missing = [p for p, f in zip(swe_projects(), swe_sdists(), strict=True) if not f.is_file()]
             _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
                   "-d", str(sdists), *missing], say)
-            return
-        staging = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        if self.name == "npm-servers":
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy(PINS / "mcp" / name, staging / name)
-            _run(["npm", "ci", "--prefix", str(staging), "--no-audit", "--no-fund", "--silent"], say)
-            _stamp(staging, PINS / "mcp" / "package-lock.json")
-        else:
-            # a venv's scripts name its own path: build it where it will live (renamed from staging it would break)
-            shutil.rmtree(staging)
+        elif self.name == "pypi-servers":
             shutil.rmtree(folder, ignore_errors=True)
             venv = folder / ".venv"
             _run([_system_python(), "-m", "venv", str(venv)], say)
             _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r",
                   str(PINS / "pypi" / "requirements.txt")], say)
             _stamp(venv, PINS / "pypi" / "requirements.txt")
-            return
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
+        else:
+            staging = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(PINS / "mcp" / name, staging / name)
+            _run(["npm", "ci", "--prefix", str(staging), "--no-audit", "--no-fund", "--silent"], say)
+            _stamp(staging, PINS / "mcp" / "package-lock.json")
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)
 
 
 def _system_python() -> str:
@@ -189,7 +188,8 @@ def _system_python() -> str:
 
 
 PARTS = [
-    Part("npm-servers", "mcp", "npm MCP servers (memory, filesystem, everything, sequential-thinking, code-runner)"),
-    Part("pypi-servers", "mcp", "PyPI MCP servers in their own venv (sqlite, calculator, duckdb, shell)"),
-    Part("swe-projects", "swe", f"SWE projects' source distributions ({len(swe_projects())} pinned)"),
+    Part("npm-servers", "mcp", "npm MCP servers (memory, filesystem, everything, sequential-thinking, code-runner)",
+         "mcp"),
+    Part("pypi-servers", "mcp", "PyPI MCP servers in their own venv (sqlite, calculator, duckdb, shell)", "pypi"),
+    Part("swe-projects", "swe", f"SWE projects' source distributions ({len(swe_projects())} pinned)", "swe"),
 ]
