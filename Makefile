@@ -1,5 +1,5 @@
 # The two commands of the README's Quickstart, and a few helpers.
-.PHONY: setup run test bench lint
+.PHONY: setup run test floors bench lint
 
 setup:
 	@bash scripts/setup.sh
@@ -9,6 +9,9 @@ run: setup
 
 test: setup
 	.venv/bin/python -m pytest -q
+
+floors: setup
+	.venv/bin/python scripts/check_floors.py
 
 bench: setup
 	.venv/bin/python benchmarks/bench_step.py

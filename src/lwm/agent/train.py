@@ -12,6 +12,7 @@ loss, LoRA, checkpoints and resume are TRL's and ``lwm train``'s.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +150,9 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     if config.env == "sim":
         world_model = sim_world_model(config.world_model, config.world_model_tokens)
     output_dir = Path(config.output_dir)
-    store = TrajectoryStore(output_dir / "rollouts") if config.record else None
+    rank = int(os.environ.get("RANK", "0"))  # accelerate launch / torchrun: each rank records its own rollouts
+    rollouts = output_dir / ("rollouts" if rank == 0 else f"rollouts-rank{rank}")
+    store = TrajectoryStore(rollouts) if config.record else None
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": t.instruction}], "task_id": t.id}
                                  for t in by_instruction.values()])
     trainer = GRPOTrainer(model=model, reward_funcs=[task_reward], args=config.trl_args(**vllm_defaults(config)),

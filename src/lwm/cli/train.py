@@ -28,6 +28,8 @@ def _config(cls: type, path: Path, overrides: list[str] | None) -> Any:
 
 
 def _report(cfg: Any, metrics: dict[str, Any]) -> None:
+    if not metrics.get("main_process", True):  # another rank of accelerate launch: rank 0 reports
+        return
     Console().print(f"trained {metrics.get('train_runtime', 0):.1f} s, loss {metrics.get('train_loss', 0):.4f}"
                     + (f", resumed from {metrics['resumed_from']}" if metrics.get("resumed_from") else "")
                     + f"; final model in {Path(cfg.output_dir) / 'final'}"

@@ -114,12 +114,15 @@ def train_and_save(trainer: Any, tokenizer: Any, config: Any) -> dict[str, Any]:
     With ``max_minutes`` the run may end early, at a saved checkpoint; ``final`` then holds the model so far
     and ``stopped_early`` says so."""
     output_dir = Path(config.output_dir)
-    checkpoint = pin_training(config)
+    with trainer.accelerator.main_process_first():  # under accelerate launch: rank 0 records, the others check
+        checkpoint = pin_training(config)
     if getattr(config, "max_minutes", None):
         trainer.add_callback(time_limit(config.max_minutes))
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(str(output_dir / "final"))
-    tokenizer.save_pretrained(str(output_dir / "final"))
+    trainer.save_model(str(output_dir / "final"))  # the trainer saves from the main process only
+    main = trainer.is_world_process_zero()
+    if main:
+        tokenizer.save_pretrained(str(output_dir / "final"))
     stopped_early = trainer.state.global_step < trainer.state.max_steps
-    return {**result.metrics, "resumed_from": checkpoint, "stopped_early": stopped_early,
+    return {**result.metrics, "main_process": main, "resumed_from": checkpoint, "stopped_early": stopped_early,
             "global_step": trainer.state.global_step, "log": trainer.state.log_history}
