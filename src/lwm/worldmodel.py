@@ -32,7 +32,7 @@ from lwm.domains import Domain, get_domain
 from lwm.edits import Applied, apply_answer
 from lwm.guard import Ledger
 from lwm.parsing import parse_answer, strip_marker
-from lwm.retrieval import TransitionIndex, guide
+from lwm.retrieval import TransitionIndex, guide, packaged_index
 from lwm.types import Action, Observation, Trajectory
 
 __all__ = ["MESSAGE_OVERHEAD", "ContextOverflowError", "Prompt", "WorldModel", "run_sync"]
@@ -51,8 +51,8 @@ class WorldModel:
         stop_at_answer: bool | None = None,
         guard: bool = False,
         guard_retries: int = 2,
-        edits: bool = False,
-        retriever: TransitionIndex | None = None,
+        edits: bool | None = None,
+        retriever: TransitionIndex | bool | None = None,
         examples: int = 2,
         **backend_options: Any,
     ):
@@ -69,7 +69,14 @@ class WorldModel:
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
         self.guard, self.guard_retries = guard, guard_retries
         # Edits (lwm.edits) are asked for only when ``edits``; an edit answer is applied whatever asked for it.
-        self.edits, self.retriever, self.examples = edits, retriever, examples
+        # None: as the model was trained to be asked (a packaged lwm model: edits, and its own transitions
+        # retrieved); False turns either off; an index replaces the model's own.
+        asked = getattr(self.backend, "asked_with", None) or {}
+        self.edits = bool(asked.get("edits")) if edits is None else edits
+        if retriever is None and asked.get("transitions"):
+            retriever = packaged_index(Path(asked["transitions"]))
+        self.retriever: TransitionIndex | None = retriever if isinstance(retriever, TransitionIndex) else None
+        self.examples = examples
 
     # --- messages ------------------------------------------------------------------------------
     def budget(self, reserve: int | None = None) -> Budget:

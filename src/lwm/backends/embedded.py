@@ -45,6 +45,20 @@ def packaged_adapter(name: str) -> tuple[str, Path] | None:
     return entry[0], path
 
 
+def packaged_guidance(name: str) -> dict[str, Any]:
+    """How a packaged adapter was trained to be asked (its manifest's ``asked_with``): ``edits``, and
+    ``transitions``, the file of real transitions it retrieves from (a path inside lwm/adapters)."""
+    manifest = Path(str(files("lwm") / "adapters" / f"{name.lower()}.json"))
+    if not manifest.is_file():
+        return {}
+    import json
+
+    asked = dict(json.loads(manifest.read_text(encoding="utf-8")).get("asked_with") or {})
+    if asked.get("transitions"):
+        asked["transitions"] = manifest.parent / asked["transitions"]
+    return asked
+
+
 def packaged_model_path(name: str = DEFAULT_MODEL) -> Path:
     """The .gguf file inside an installed model package."""
     package = PACKAGED.get(name.lower())
@@ -146,9 +160,12 @@ class EmbeddedBackend:
                  n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None,
                  state_cache_mb: int = 1024):
         adapter = packaged_adapter(model) if model else None
+        self.asked_with: dict[str, Any] = {}
+        """How the model was trained to be asked (edits, retrieved transitions); a WorldModel follows it unless told."""
         if adapter is not None:
             if lora:
                 raise BackendError(f"{model} is already base + adapter; give a base model to use your own lora")
+            self.asked_with = packaged_guidance(model)
             model, lora = adapter[0], str(adapter[1])
         self.path = resolve_model(model)
         if lora and not Path(lora).expanduser().is_file():

@@ -190,8 +190,11 @@ def _run_stage(out: Path, stage: str, rows: Path, total: int, work: Callable[[Ca
 
 def _sampling(options: o.ModelOptions, protocol: PublishedProtocol | None) -> o.ModelOptions:
     """The options with unset sampling filled in: lwm's defaults (greedy, seed 0, per-domain budgets), or with
-    a protocol its script's (its temperature and budget, no seed)."""
+    a protocol its script's (its temperature and budget, no seed, and none of a packaged model's own edit
+    guidance and retrieved examples: the script's requests as they are)."""
     published = protocol.defaults.get("infer", {}) if protocol else {}
+    if protocol:
+        options = replace(options, edits=False, no_retrieve=True)
     return replace(options,
                    temperature=options.temperature if options.temperature is not None
                    else float(published.get("temperature", 0.0)),
@@ -217,8 +220,8 @@ def _infer(data: Path, limit: int | None, out: Path, options: o.ModelOptions, co
     _start(out, "infer", {"model": wm.backend.name, "base_url": options.base_url, "temperature": options.temperature,
                           "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data),
                           "protocol": protocol.revision if protocol else None, "guard": options.guard or None,
-                          "edits": options.edits or None, "examples": options.examples if wm.retriever else None,
-                          "retrieve": [digest(Path(p)) for p in options.retrieve] if options.retrieve else None},
+                          "edits": wm.edits or None, "examples": options.examples if wm.retriever else None,
+                          "retrieve": wm.retriever.inputs if wm.retriever else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE])
     update_run(out, data=str(data.resolve()))
     todo = len(pending_inference(samples, out))

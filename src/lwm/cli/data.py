@@ -1,4 +1,5 @@
-"""``lwm data``: split collections into train / held-out by trajectory, and show their statistics."""
+"""``lwm data``: split collections into train / held-out by trajectory, show their statistics, build training
+rows, and pack transitions for retrieval."""
 
 from __future__ import annotations
 
@@ -159,6 +160,24 @@ def build_cmd(
     if skipped:
         console.print(f"[yellow]{len(skipped)} turns left out: their system prompt and action alone exceed "
                       f"{max_tokens} tokens (e.g. {', '.join(skipped[:3])})[/]")
+
+
+@data_app.command("transitions")
+def transitions_cmd(
+    inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files (a split's train side).")],
+    out: Annotated[Path, typer.Option(help="The file to write, named *.transitions.jsonl.xz.")],
+) -> None:
+    """Pack the transitions that retrieval shows (action, the end of the observation before, the observation
+    after, the source) into one small file that --retrieve takes like a collection: how a model ships with
+    the examples it was trained to read."""
+    from lwm.retrieval import TRANSITIONS_SUFFIX, transitions, write_transitions
+
+    if not out.name.endswith(TRANSITIONS_SUFFIX):
+        raise fail(f"--out must end with {TRANSITIONS_SUFFIX} (so --retrieve knows what it holds)", 2)
+    items = transitions(load(inputs))
+    count = write_transitions(items, out)
+    Console().print(f"{count} transitions of {len({t.source for t in items})} sources written to {out} "
+                    f"({out.stat().st_size / 1e6:.1f} MB)")
 
 
 def register(app: typer.Typer) -> None:

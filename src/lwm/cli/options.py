@@ -33,16 +33,22 @@ Retries = Annotated[int, typer.Option(help="Retries of a server's (openai:) fail
 Guard = Annotated[bool, typer.Option("--guard", help="Consistency guard: check each prediction against the facts "
                                      "the session fixed (repeated reads, entity fields); sample again or repair "
                                      "on conflict.")]
-Edits = Annotated[bool, typer.Option("--edits", help="Let the model answer with edits against an earlier "
-                                     "observation (lwm.edits); lwm applies them. Any answer may be an edit.")]
+Edits = Annotated[bool | None, typer.Option("--edits/--no-edits", help="Ask the model for edits against an earlier "
+                                            "observation (lwm.edits), which lwm applies; any answer may be an edit. "
+                                            "Default: as the model was trained (on for embedded:lwm-mini).",
+                                            show_default=False)]
 Retrieve = Annotated[list[Path] | None, typer.Option(help="Show the model the nearest real transitions from these "
-                                                     "trajectory files or collections (never a held-out split's); "
-                                                     "off when not given.")]
+                                                     "trajectory files, collections or *.transitions.jsonl.xz files "
+                                                     "(never a held-out split's). Default: the model's own "
+                                                     "(embedded:lwm-mini ships its training transitions), else none.")]
+NoRetrieve = Annotated[bool, typer.Option("--no-retrieve", help="Show no retrieved transitions, not even the "
+                                          "model's own.")]
 Examples = Annotated[int, typer.Option(help="With --retrieve: how many real transitions each prompt shows.")]
 DEFAULT_MODEL = DEFAULT_SPEC
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
-             "retries": Retries, "guard": Guard, "edits": Edits, "retrieve": Retrieve, "examples": Examples}
+             "retries": Retries, "guard": Guard, "edits": Edits, "retrieve": Retrieve, "no_retrieve": NoRetrieve,
+             "examples": Examples}
 INTERACTIVE = {"timeout": 30.0, "retries": 1}
 """Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
 
@@ -62,8 +68,9 @@ class ModelOptions:
     timeout: float = 300.0
     retries: int = 5
     guard: bool = False
-    edits: bool = False
+    edits: bool | None = None
     retrieve: list[Path] | None = None
+    no_retrieve: bool = False
     examples: int = 2
 
     def world_model(self, concurrency: int | None = None) -> WorldModel:
@@ -74,7 +81,10 @@ class ModelOptions:
                           retriever=self.retriever(), examples=self.examples)
 
     def retriever(self) -> Any:
-        """The transition index of ``--retrieve`` (built once into the cache, said so), or None."""
+        """The transition index of ``--retrieve`` (built once into the cache, said so); False for
+        ``--no-retrieve``; None: the model's own, if it has one."""
+        if self.no_retrieve:
+            return False
         if not self.retrieve:
             return None
         import sys
