@@ -33,7 +33,7 @@ def main() -> None:
 
     from lwm.edits import is_edit
     from lwm.parsing import parse_answer
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(base_model_dir("smollm2"))
     runs = {run.name: rows(run) for run in args.runs}

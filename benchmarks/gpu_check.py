@@ -46,7 +46,7 @@ def prepare(folder: Path, rows: int = 256) -> None:
 
     from lwm.data.build import build
     from lwm.data.store import read_trajectories
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     base = base_model_dir("smollm2")
     folder.mkdir(parents=True, exist_ok=True)

@@ -28,8 +28,8 @@ from rich.table import Table
 
 from lwm.backends import GenerateConfig
 from lwm.bench.data import BenchSample, load_samples, spread
-from lwm.bench.score import normalize
 from lwm.bench.scorer import RuleScorer
+from lwm.bench.summary import normalize
 from lwm.cache import GenerationCache
 from lwm.guard import Ledger, action_key
 from lwm.parsing import published_output

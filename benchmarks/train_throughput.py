@@ -45,7 +45,7 @@ def run_trl(data: str, out: str, steps: int) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     torch.manual_seed(SETTINGS["seed"])
     folder = base_model_dir("smollm2")
@@ -88,7 +88,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     console = Console()
     base_model_dir("smollm2")  # convert once, outside the timed runs

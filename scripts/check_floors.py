@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[1]
 STACK = {"transformers", "huggingface-hub", "trl", "peft", "datasets", "gguf"}
 """The packages whose floors are checked (torch is pinned exactly, so its floor is what the venv has)."""
-TESTS = ["tests/train/test_base.py", "tests/train/test_sft.py", "tests/train/test_common.py",
+TESTS = ["tests/train/test_base_model.py", "tests/train/test_sft.py", "tests/train/test_common.py",
          "tests/train/test_device.py", "tests/agent/test_train.py"]
 
 

@@ -1,5 +1,7 @@
 """lwm: a toolkit for language world models, LLMs that simulate an agent's environment."""
 
+from importlib.metadata import version
+
 from lwm.backends import Backend, GenerateConfig, load_backend
 from lwm.domains import Domain, get_domain
 from lwm.envs import SimEnv
@@ -7,7 +9,7 @@ from lwm.envs.registration import register_envs
 from lwm.types import Action, Context, Observation, Provenance, Trajectory, Turn
 from lwm.worldmodel import WorldModel
 
-__version__ = "0.1.0"
+__version__ = version("lwm")  # pyproject.toml says it, once
 register_envs()  # gymnasium.make("lwm/Terminal-v0", ...)
 __all__ = [
     "Action", "Backend", "Context", "Domain", "GenerateConfig", "Observation", "Provenance", "SimEnv",

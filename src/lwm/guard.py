@@ -11,7 +11,7 @@ may change its type between two reads. The ledger collects facts from the sessio
   ``key``, ``uuid``, ``sha``) fixes its scalar fields; a later object with the same identifier must agree,
   unless an action that may change things has named that identifier since.
 
-Values are compared with volatile parts masked (times, ids, sizes: ``bench.rules.mask``). On a conflict the
+Values are compared with volatile parts masked (times, ids, sizes: ``lwm.volatile.mask``). On a conflict the
 world model samples again (``WorldModel(guard=True)``), keeps the candidate with the fewest conflicts, and
 repairs what is left where a repair is certain: a repeated read is answered with its earlier answer, an
 entity's field is set back to the value the session fixed.
@@ -25,8 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwm.bench.rules import mask
 from lwm.parsing import remove_marker
+from lwm.volatile import mask
 
 MUTATING = re.compile(
     r"\b(write|create|delete|remove|add|append|insert|move|rename|edit|set|update|patch|put|post|commit|"

@@ -13,10 +13,9 @@ import hashlib
 import json
 import shutil
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
-
-from lwm import __version__
 
 RUN_FILE = "run.json"
 
@@ -60,7 +59,7 @@ def pin(folder: Path, stage: str, settings: dict[str, Any], *, has_rows: bool, w
     ``has_rows``: the folder already holds this stage's rows; if it does but no settings were recorded
     (an older lwm made them), they cannot be vouched for either, and the run is refused as well.
     """
-    settings = {**settings, "lwm": __version__}
+    settings = {**settings, "lwm": version("lwm")}
     recorded = read_run(folder).get(stage)
     if not has_rows:  # nothing to mix with: these settings are the folder's from now on
         if recorded is None or any(recorded.get(k) != v for k, v in settings.items()):

@@ -31,7 +31,7 @@ def write_config(path: Path, model: Path, out: Path, **fields) -> Path:
 def test_episode_tokens_mask_the_environment_and_train_on_replies():
     from transformers import AutoTokenizer
 
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(base_model_dir("smollm2"))  # the packaged policy's chat template
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},

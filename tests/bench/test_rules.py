@@ -2,7 +2,8 @@
 
 import pytest
 
-from lwm.bench.rules import DIMENSIONS, mask, rule_scores
+from lwm.bench.rules import DIMENSIONS, rule_scores
+from lwm.volatile import mask
 
 
 def test_an_exact_answer_scores_five_everywhere():

@@ -56,7 +56,7 @@ def test_trls_grpo_trains_the_packaged_policy_against_a_served_environment(tmp_p
     from trl import GRPOConfig, GRPOTrainer
 
     from lwm.serve.trl import with_tool_template
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     folder = base_model_dir("smollm2")
     tokenizer = with_tool_template(AutoTokenizer.from_pretrained(folder))

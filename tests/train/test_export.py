@@ -22,7 +22,7 @@ NEW_TOKENS = 12
 
 @pytest.fixture(scope="session")
 def smollm2_dir(tmp_path_factory):
-    from lwm.train.base import base_model_dir
+    from lwm.train.base_model import base_model_dir
 
     return base_model_dir("smollm2", cache_dir=tmp_path_factory.mktemp("base-cache"))
 
@@ -84,7 +84,7 @@ def test_the_packaged_gguf_converts_to_a_trainable_saved_model(smollm2_dir):
 def test_merged_export_gives_the_same_greedy_output_in_llama_cpp(smollm2_dir, random_lora, tmp_path):
     from llama_cpp import Llama
 
-    from lwm.train.export import export_model
+    from lwm.train.merge import export_model
 
     out = export_model(random_lora, tmp_path / "merged.gguf", dtype="f32")
     model, tokenizer = _peft(smollm2_dir, random_lora)
@@ -98,7 +98,8 @@ def test_merged_export_gives_the_same_greedy_output_in_llama_cpp(smollm2_dir, ra
 def test_adapter_export_gives_the_same_greedy_output_in_llama_cpp(smollm2_dir, random_lora, tmp_path):
     from llama_cpp import Llama
 
-    from lwm.train.export import export_adapter, export_model, gguf_tensors
+    from lwm.train.export import export_adapter, gguf_tensors
+    from lwm.train.merge import export_model
 
     base = export_model(smollm2_dir, tmp_path / "base.gguf", dtype="f32")
     adapter = export_adapter(random_lora, tmp_path / "lora.gguf", dtype="f32")
@@ -138,8 +139,8 @@ def test_the_shipped_world_model_becomes_a_trainable_adapter_that_acts_as_in_lla
     from llama_cpp import Llama
 
     from lwm.backends.embedded import packaged_adapter
-    from lwm.train.base import packaged_adapter_dir
-    from lwm.train.export import export_model
+    from lwm.train.base_model import packaged_adapter_dir
+    from lwm.train.merge import export_model
 
     folder = packaged_adapter_dir("lwm-mini", cache_dir=tmp_path)
     assert folder is not None and packaged_adapter_dir("lwm-mini", cache_dir=tmp_path) == folder  # imported once

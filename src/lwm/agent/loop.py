@@ -30,6 +30,7 @@ from lwm.data.store import TrajectoryStore
 from lwm.domains import ActionError, get_domain
 from lwm.domains.base import render_tools
 from lwm.envs import RecordTrajectory, SimEnv, TextEnv
+from lwm.model_options import ModelOptions
 from lwm.registry import get
 from lwm.types import Action
 from lwm.worldmodel import WorldModel
@@ -98,7 +99,9 @@ def observation_view(domain: str, observation: str) -> str:
 def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) -> WorldModel:
     """The world model that plays the environment in ``--env sim`` (a spec or a backend), its answers capped
     at ``max_tokens``."""
-    return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
+    if not isinstance(model, str):
+        return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
+    return ModelOptions(model, max_tokens=max_tokens).world_model()
 
 
 def final_answer(action: Any) -> str | None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from lwm.bench.data import BenchSample
 from lwm.bench.rows import sample_key
-from lwm.bench.score import domain_of, normalize
 from lwm.bench.scorer import RuleScorer
+from lwm.bench.summary import domain_of, normalize
 from lwm.parsing import published_output
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
-from lwm.bench.score import DISPLAY, normalize
+from lwm.bench.summary import DISPLAY, normalize
 from lwm.parsing import remove_marker
 from lwm.retrieval import action_text
 

@@ -29,42 +29,17 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from lwm.volatile import mask
+
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
 CHANGE_WEIGHT = 0.5
 """Where the observation changed at all, at least this share of factuality and quality is the change's: a
 screen that grows by one line (a terminal) still changed, and repeating the rest of it is not the skill."""
-_VOLATILE = re.compile(r"\b(?=[0-9A-Za-z])(?:" + "|".join([  # one boundary test, then the kinds: 4x faster
-    r"(?P<uuid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)",
-    r"(?P<datetime>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b)",
-    r"(?P<cal>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?(?:\s+\d{1,2}\b)?)",
-    r"(?P<time>\d{1,2}:\d{2}(?::\d{2})?\b)",
-    r"(?P<hex>[0-9a-fA-F]{7,64}\b)",
-    r"(?P<num>\d{4,}\b)",
-]) + ")")
-
-
-def _masked(match: re.Match) -> str:
-    kind = match.lastgroup or "x"
-    if kind == "hex":
-        token = match.group(0)
-        if token.isdigit():
-            return "<num>"
-        if token.isalpha():  # a word such as "deadbeef" or "acceded" is kept
-            return token
-    return f"<{kind}>"
-
-
 _ERROR = re.compile(r"error|traceback|exception|not found|no such|denied|invalid|failed|cannot|can't|unknown|"
                     r"refused|timed out|usage:|fatal")  # matched on lowercased text: 6x faster than re.I
 _ENTITY = re.compile(r"(?<![\w.-])[\w.-]*/[\w./-]+|\b[\w-]+\.[a-z]{1,5}\b|\b[A-Za-z_]+\d+[\w-]*\b"
                      r"|'[^'\n]{2,40}'|\"[^\"\n]{2,40}\"")
 _WORD = re.compile(r"\w+")
-
-
-@lru_cache(maxsize=8192)
-def mask(text: str) -> str:
-    """Volatile values replaced by placeholders (memoized: references and histories recur, e.g. as RL rewards)."""
-    return _VOLATILE.sub(_masked, text)
 
 
 @lru_cache(maxsize=8192)

@@ -17,8 +17,8 @@ from rich.table import Table
 
 from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
-from lwm.cli import options as o
-from lwm.cli.simulate import fail
+from lwm.backends import DEFAULT_SPEC
+from lwm.cli.common import fail, report_training, stage_config
 from lwm.data.jsonl import JsonlFile
 from lwm.runfolder import SettingsChanged, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
@@ -168,7 +168,7 @@ def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_s
 
 @agent_app.command("run")
 def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
-            policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
+            policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
     """One episode of one task; prints its result (reward, steps, answer, error) as JSON, records the trajectory
@@ -187,7 +187,7 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
 @agent_app.command("eval")
 def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
              split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout", env: Env = "real",
-             policy: PolicySpec = "expert", world_model: WorldModelSpec = o.DEFAULT_MODEL, max_steps: MaxSteps = 8,
+             policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
              family: Families = None,
              limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
              batch: Annotated[int, typer.Option(help="Episodes run together (one policy batch per step).")] = 8,
@@ -270,14 +270,13 @@ def train_cmd(config: Annotated[Path, typer.Option(help="YAML or JSON config (lw
               ) -> None:
     """GRPO of the policy on a suite's train tasks, rollouts in the simulator or the real environment; resumes."""
     from lwm.agent.train import AgentRLConfig, train_agent
-    from lwm.cli.train import _config, _report
 
-    cfg = _config(AgentRLConfig, config, [*(set_ or []), *([f"env={env}"] if env else [])])
+    cfg = stage_config(AgentRLConfig, config, [*(set_ or []), *([f"env={env}"] if env else [])])
     try:
         metrics = train_agent(cfg)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
-    _report(cfg, metrics)
+    report_training(cfg, metrics)
 
 
 @agent_app.command("demos")
@@ -290,7 +289,7 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
     small policy needs before RL (it must be able to call a tool at all)."""
     from lwm.agent.train import demonstrations
 
-    rows = _run(tasks(domain, "train", family or ())[:limit], "real", "expert", o.DEFAULT_MODEL, 8, record, 8, 0, {},
+    rows = _run(tasks(domain, "train", family or ())[:limit], "real", "expert", DEFAULT_SPEC, 8, record, 8, 0, {},
                 keep_episodes=True)
     kept = demonstrations([r.episode for r in rows if r.episode])
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -305,7 +304,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
                   split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout",
                   world_model: Annotated[str, typer.Option("--world-model", help="The world model whose simulated "
                                                            "checker call is compared with the real one.")]
-                  = o.DEFAULT_MODEL,
+                  = DEFAULT_SPEC,
                   limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
                   out: Out = None) -> None:
     """How often the simulated checker call agrees with the real checker on the same real episodes: each task
@@ -314,13 +313,13 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     from lwm.agent.loop import run_episodes, simulated_reward
     from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call
     from lwm.data.store import TrajectoryStore
-    from lwm.worldmodel import WorldModel
+    from lwm.model_options import ModelOptions
 
     chosen = [t for t in tasks(domain, split if split in ("train", "heldout") else None)
               if t.check.kind == "state"][:limit]
     if not chosen:
         raise fail(f"no state-checked {domain} {split} tasks", 2)
-    wm = WorldModel(world_model)
+    wm = ModelOptions(world_model).world_model()
     root = out or Path(tempfile.mkdtemp(prefix="lwm-agreement-"))
     rows = []
     for policy in (ExpertPolicy(chosen), ScriptedPolicy([call("final_answer", answer="done")], name="idle")):

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from lwm.cli import options as o
-from lwm.cli.simulate import fail
+from lwm.cli.common import fail
 from lwm.collect import EpisodeResult, plan, run
 from lwm.collect.presets import PRESETS, plan_preset
 from lwm.registry import get, names

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lwm.cli.simulate import fail
+from lwm.cli.common import fail
 from lwm.data import read_trajectories, write_trajectories
 from lwm.data.build import build
 from lwm.data.sources import heldout_sources, source_of

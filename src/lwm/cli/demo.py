@@ -14,13 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lwm.backends import DEFAULT_SPEC
 from lwm.bench.data import export_trajectories
 from lwm.bench.report import write_report
 from lwm.bench.rules import DIMENSIONS
-from lwm.bench.score import aggregate, score_table
 from lwm.bench.scorer import load_scorer
+from lwm.bench.summary import aggregate, score_table
 from lwm.cli import options as o
-from lwm.cli.simulate import fail
+from lwm.cli.common import fail
 from lwm.envs.real import TerminalEnv
 from lwm.envs.real.sandbox import SandboxUnavailable
 from lwm.types import Trajectory
@@ -98,7 +99,7 @@ def demo(
     out.mkdir(parents=True, exist_ok=True)
     path = write_report(out / "report.html", result, rows, samples, title=f"lwm demo: {wm.backend.name}")
     console.print(f"report: {path.resolve()}  (dimensions: {', '.join(DIMENSIONS)})")
-    if options.model == o.DEFAULT_MODEL:
+    if options.model == DEFAULT_SPEC:
         console.print(SMALL_MODEL_NOTE)
 
 

@@ -7,14 +7,13 @@ import functools
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from lwm.backends import DEFAULT_SPEC, GenerateConfig
-from lwm.worldmodel import WorldModel
+from lwm.model_options import ModelOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded, embedded:lwm-mini, "
@@ -44,60 +43,12 @@ Retrieve = Annotated[list[Path] | None, typer.Option(help="Show the model the ne
 NoRetrieve = Annotated[bool, typer.Option("--no-retrieve", help="Show no retrieved transitions, not even the "
                                           "model's own.")]
 Examples = Annotated[int, typer.Option(help="With --retrieve: how many real transitions each prompt shows.")]
-DEFAULT_MODEL = DEFAULT_SPEC
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
              "retries": Retries, "guard": Guard, "edits": Edits, "retrieve": Retrieve, "no_retrieve": NoRetrieve,
              "examples": Examples}
 INTERACTIVE = {"timeout": 30.0, "retries": 1}
 """Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
-
-
-@dataclass(frozen=True)
-class ModelOptions:
-    """Which model, how to reach it, and how it samples."""
-
-    model: str = DEFAULT_MODEL
-    base_url: str | None = None
-    api_key: str | None = None
-    temperature: float = 0.0
-    seed: int = 0
-    max_tokens: int = 512
-    prompts_dir: Path | None = None
-    no_cache: bool = False
-    timeout: float = 300.0
-    retries: int = 5
-    guard: bool = False
-    edits: bool | None = None
-    retrieve: list[Path] | None = None
-    no_retrieve: bool = False
-    examples: int = 2
-
-    def world_model(self, concurrency: int | None = None) -> WorldModel:
-        config = GenerateConfig(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens)
-        return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
-                          base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
-                          timeout=self.timeout, max_retries=self.retries, guard=self.guard, edits=self.edits,
-                          retriever=self.retriever(), examples=self.examples)
-
-    def retriever(self) -> Any:
-        """The transition index of ``--retrieve`` (built once into the cache, said so); False for
-        ``--no-retrieve``; None: the model's own, if it has one."""
-        if self.no_retrieve:
-            return False
-        if not self.retrieve:
-            return None
-        import sys
-
-        from lwm.cache import cache_root
-        from lwm.retrieval import TransitionIndex
-
-        folder = cache_root() / "retrieval"
-
-        def said(domain: str, seconds: float) -> None:
-            print(f"lwm: indexed the {domain} transitions of --retrieve in {seconds:.1f} s", file=sys.stderr)
-
-        return TransitionIndex.cached([Path(p) for p in self.retrieve], folder, progress=said)
 
 
 EnvOption = Annotated[list[str] | None, typer.Option(help="Environment option KEY=VALUE (JSON or text), "

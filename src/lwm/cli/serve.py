@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lwm.cli import options as o
-from lwm.cli.simulate import fail
+from lwm.cli.common import fail
 from lwm.domains import domain_names
 from lwm.envs.control import ControlSpec
 

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from lwm.backends import BackendError
 from lwm.cli import options as o
-from lwm.cli.simulate import fail, load_state
+from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
 from lwm.envs import RecordTrajectory, SimEnv
 from lwm.types import Trajectory

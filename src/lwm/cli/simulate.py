@@ -11,28 +11,9 @@ import typer
 
 from lwm.backends import BackendError
 from lwm.cli import options as o
+from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
-from lwm.types import Trajectory, load_context
 from lwm.worldmodel import ContextOverflowError
-
-
-def fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"lwm: error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def load_state(domain: str | None, context: Path | None, history: Path | None) -> Trajectory:
-    """The session to continue: a trajectory file's turns, a context file's context, or a fresh one."""
-    try:
-        trajectory = Trajectory.load(history) if history else Trajectory(domain=domain or "terminal")
-        if domain and domain != trajectory.domain:
-            raise fail(f"--domain {domain} does not match the history's domain {trajectory.domain}", 2)
-        if context:
-            trajectory = trajectory.model_copy(update={"context": load_context(context)})
-        get_domain(trajectory.domain)
-    except (ValueError, KeyError) as exc:
-        raise fail(str(exc), 2) from None
-    return trajectory
 
 
 @o.model_options(**o.INTERACTIVE)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from lwm.cli.common import report_training, stage_config
 
 train_app = typer.Typer(help="Train world models (CPT, SFT, RL) over TRL.", no_args_is_help=True)
 
@@ -15,36 +17,14 @@ Config = Annotated[Path, typer.Option(help="YAML or JSON stage config (see lwm.t
 Overrides = Annotated[list[str] | None, typer.Option("--set", help="Override a field: key=value.")]
 
 
-def _config(cls: type, path: Path, overrides: list[str] | None) -> Any:
-    import yaml
-
-    from lwm.train.config import load_config
-
-    values = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in overrides or [])}
-    try:
-        return load_config(cls, path, **values)
-    except (ValueError, OSError) as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def _report(cfg: Any, metrics: dict[str, Any]) -> None:
-    if not metrics.get("main_process", True):  # another rank of accelerate launch: rank 0 reports
-        return
-    Console().print(f"trained {metrics.get('train_runtime', 0):.1f} s, loss {metrics.get('train_loss', 0):.4f}"
-                    + (f", resumed from {metrics['resumed_from']}" if metrics.get("resumed_from") else "")
-                    + f"; final model in {Path(cfg.output_dir) / 'final'}"
-                    + (f" (stopped at step {metrics['global_step']} by max_minutes: run the same command again to go "
-                       "on)" if metrics.get("stopped_early") else ""))
-
-
 @train_app.command("cpt")
 def cpt(config: Config, set_: Overrides = None) -> None:
     """Continual pre-training on packed trajectory text (lwm data build --stage cpt); resumes."""
     from lwm.train.config import SFTStageConfig
     from lwm.train.sft import train_sft
 
-    cfg = _config(SFTStageConfig, config, set_)
-    _report(cfg, train_sft(cfg, column="text"))
+    cfg = stage_config(SFTStageConfig, config, set_)
+    report_training(cfg, train_sft(cfg, column="text"))
 
 
 @train_app.command("sft")
@@ -53,8 +33,8 @@ def sft(config: Config, set_: Overrides = None) -> None:
     from lwm.train.config import SFTStageConfig
     from lwm.train.sft import train_sft
 
-    cfg = _config(SFTStageConfig, config, set_)
-    _report(cfg, train_sft(cfg))
+    cfg = stage_config(SFTStageConfig, config, set_)
+    report_training(cfg, train_sft(cfg))
 
 
 @train_app.command("rl")
@@ -63,8 +43,8 @@ def rl(config: Config, set_: Overrides = None) -> None:
     from lwm.train.config import RLStageConfig
     from lwm.train.rl import train_rl
 
-    cfg = _config(RLStageConfig, config, set_)
-    _report(cfg, train_rl(cfg))
+    cfg = stage_config(RLStageConfig, config, set_)
+    report_training(cfg, train_rl(cfg))
 
 
 @train_app.command("export")
@@ -81,6 +61,7 @@ def export(
     import tempfile
 
     from lwm.train import export as ex
+    from lwm.train.merge import export_model
 
     if dtype not in ("f16", "f32"):
         raise typer.BadParameter("dtype must be f16 or f32")
@@ -93,10 +74,10 @@ def export(
                           f"--model 'embedded:{base}?lora={out}'")
             return
         if not quantize:
-            ex.export_model(model_dir, out, base, dtype)
+            export_model(model_dir, out, base, dtype)
         else:
             with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
-                ex.quantize(ex.export_model(model_dir, Path(tmp) / "model.gguf", base, dtype), out, quantize)
+                ex.quantize(export_model(model_dir, Path(tmp) / "model.gguf", base, dtype), out, quantize)
     except ex.ExportError as exc:
         raise typer.BadParameter(str(exc)) from None
     console.print(f"model written to {out} ({out.stat().st_size / 1e6:.1f} MB); use it with --model 'embedded:{out}'")

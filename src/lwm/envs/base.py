@@ -53,7 +53,7 @@ class AnyText(spaces.Text):
 
 
 class StepControl(Protocol):
-    """Something that stands around each transition (``lwm.serve.control.Control``: injected errors,
+    """Something that stands around each transition (``lwm.envs.control.Control``: injected errors,
     latency, drift), reproducibly from the episode's seed."""
 
     def reset(self, episode_seed: int | None) -> None: ...

@@ -23,10 +23,11 @@ import gymnasium as gym
 
 from lwm.agent.loop import Episode, close_env, final_answer, make_env, reward
 from lwm.agent.tasks import Task, get_task
-from lwm.backends import DEFAULT_SPEC, GenerateConfig
+from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
 from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
+from lwm.model_options import ModelOptions
 from lwm.registry import get
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
@@ -64,8 +65,8 @@ class ServeConfig:
         """The world model every session of this server shares (None when nothing is simulated)."""
         if self.real or self.model is None:
             return None
-        return WorldModel(self.model, config=GenerateConfig(max_tokens=self.max_tokens, temperature=self.temperature),
-                          base_url=self.base_url, api_key=self.api_key, guard=self.guard)
+        return ModelOptions(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
+                            max_tokens=self.max_tokens, guard=self.guard).world_model()
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.runfolder import digest, pin
-from lwm.train.base import base_model_dir, packaged_adapter_dir
+from lwm.train.base_model import base_model_dir, packaged_adapter_dir
 
 
 def load_model(name: str, seed: int) -> tuple[Any, Any]:

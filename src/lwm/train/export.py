@@ -182,42 +182,6 @@ def import_adapter(path: str | Path, out: str | Path, base: str = "smollm2") -> 
     return out
 
 
-def _merged_state(model_dir: Path) -> dict[str, np.ndarray]:
-    """Every weight of a trained model folder, with a LoRA adapter folder merged into its base (found the
-    way training finds it, ``train.common.load_model``)."""
-    from lwm.train.common import load_model
-
-    model, _ = load_model(str(model_dir), seed=0)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
-    return {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-
-
-def export_model(model_dir: str | Path, out: str | Path, base: str = "smollm2", dtype: str = "f16") -> Path:
-    """A trained model folder (full fine-tune, or LoRA merged into its base) -> a GGUF model (f16 or f32)."""
-    import gguf
-
-    model_dir, out = Path(model_dir), Path(out)
-    reader = _template(base)
-    names = _names(reader)
-    state = _merged_state(model_dir)
-    writer = gguf.GGUFWriter(str(out), "llama")
-    _copy_metadata(reader, writer, skip=("general.file_type", "general.quantization_version"))
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
-    hf_name = {gguf_name: hf for hf, gguf_name in names.items()}
-    for tensor in reader.tensors:
-        hf = hf_name.get(tensor.name)
-        if hf is None or hf not in state:
-            raise ExportError(f"{model_dir}: no weight for the base tensor {tensor.name} ({hf})")
-        value = state[hf]
-        heads = _heads(reader, hf)
-        if heads:
-            value = _permute(value, heads)
-        # Norms stay f32, as llama.cpp's own conversion keeps every 1-D tensor.
-        writer.add_tensor(tensor.name, value.astype(np.float16 if dtype == "f16" and value.ndim > 1 else np.float32))
-    return _write(writer, out)
-
-
 def quantize(source: str | Path, out: str | Path, kind: str = "Q4_1") -> Path:
     """A GGUF model quantized with llama.cpp (``llama_model_quantize``), e.g. Q4_1 like the packaged base."""
     import ctypes

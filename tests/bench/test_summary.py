@@ -3,7 +3,7 @@
 from collections import defaultdict
 from statistics import mean
 
-from lwm.bench.score import aggregate
+from lwm.bench.summary import aggregate
 
 DIMS = ["format", "factuality", "consistency", "realism", "quality"]
 ROWS = [
@@ -72,7 +72,7 @@ def test_compare_prints_runs_side_by_side_with_stage_gains(tmp_path):
 
 
 def test_paired_differences_count_wins_and_standard_error():
-    from lwm.bench.score import paired_differences
+    from lwm.bench.summary import paired_differences
 
     base = {i: {"id": i, "task": "terminal", "failed": 0.0, "total_score": 2.0} for i in "abcd"}
     base["e"] = {"id": "e", "task": "web", "failed": 1.0}

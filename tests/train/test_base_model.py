@@ -13,7 +13,7 @@ pytest.importorskip("gguf")
 def test_the_converted_base_ends_a_turn_where_the_gguf_does_and_an_older_conversion_is_redone(tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
-    from lwm.train.base import CONVERTED, base_model_dir
+    from lwm.train.base_model import CONVERTED, base_model_dir
 
     folder = base_model_dir("smollm2", cache_dir=tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -31,7 +31,7 @@ def test_the_converted_base_ends_a_turn_where_the_gguf_does_and_an_older_convers
 def test_a_rank_whose_copy_has_no_weights_waits_for_the_main_process_copy(tmp_path):
     import threading
 
-    from lwm.train.base import CONVERTED, _publish
+    from lwm.train.base_model import CONVERTED, _publish
 
     folder, ours = tmp_path / "base", tmp_path / "base.2.tmp"
     ours.mkdir()

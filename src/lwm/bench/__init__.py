@@ -1,0 +1,1 @@
+"""AgentWorldBench-compatible benchmark: samples, inference, judging, scores (README.md here)."""

@@ -1,0 +1,74 @@
+"""The benchmark from Python (lwm.bench.pipeline), without the CLI: the same run folder, resume and refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lwm.bench import pipeline
+from lwm.model_options import ModelOptions
+
+DATA = Path(__file__).parents[2] / "data" / "bench-sample"
+
+
+class Recorder:
+    def __init__(self):
+        self.said: list[str] = []
+        self.ticks = 0
+
+    def say(self, text):
+        self.said.append(text)
+
+    def warn(self, text):
+        self.said.append("warn: " + text)
+
+    def stage(self, label, total):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def bar():
+            def tick():
+                self.ticks += 1
+            yield tick
+        return bar()
+
+
+def test_infer_judge_score_from_python(tmp_path):
+    out = tmp_path / "run"
+    recorder = Recorder()
+    samples = pipeline.infer(DATA, out, ModelOptions("copy-last", max_tokens=64), limit=2, concurrency=4,
+                             reporter=recorder)
+    assert len(samples) == 12 and recorder.ticks == 12  # 2 of each of the 6 domains, one tick a prediction
+    by_key = {s.key: s for s in samples}
+    pipeline.judge(by_key, out, pipeline.JudgeOptions("rules"), reporter=recorder)
+    scores = pipeline.score(out, by_key)
+    written = json.loads((out / "scores.json").read_text())
+    assert written["overall"] == scores["overall"] and 0 <= scores["overall"] <= 100 and scores["samples"] == 12
+    assert Path(scores["report"]).is_file()
+    assert scores["skill_over_copy_last"]  # the rule judge's floor costs nothing
+    assert any(line.startswith("predictions in") for line in recorder.said)
+
+    again = Recorder()  # a rerun resumes: nothing left to predict
+    pipeline.infer(DATA, out, ModelOptions("copy-last", max_tokens=64), limit=2, reporter=again)
+    assert again.ticks == 0 and any(line.startswith("resuming: 12 samples") for line in again.said)
+
+
+def test_a_rerun_with_other_settings_is_refused_and_loses_nothing(tmp_path):
+    out = tmp_path / "run"
+    pipeline.infer(DATA, out, ModelOptions("copy-last", max_tokens=64), limit=1)
+    before = (out / "predictions.jsonl").read_text()
+    with pytest.raises(pipeline.BenchError, match="force-new"):
+        pipeline.infer(DATA, out, ModelOptions("echo-action", max_tokens=64), limit=1)
+    assert (out / "predictions.jsonl").read_text() == before
+
+
+def test_no_samples_and_nothing_judged_are_clear_errors(tmp_path):
+    (tmp_path / "terminal_test.jsonl").write_text("not json\n")
+    recorder = Recorder()
+    with pytest.raises(pipeline.BenchError, match="no benchmark samples"):
+        pipeline.infer(tmp_path, tmp_path / "run", ModelOptions("copy-last"), reporter=recorder)
+    assert any(line.startswith("warn: ") and "terminal_test.jsonl" in line for line in recorder.said)
+    with pytest.raises(pipeline.BenchError, match="nothing judged"):
+        pipeline.score(tmp_path / "empty", None)
