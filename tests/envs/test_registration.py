@@ -8,8 +8,11 @@ from gymnasium.utils.env_checker import check_env
 
 import lwm  # noqa: F401 - registers the ids
 from lwm.data import read_trajectories
-from lwm.envs.registration import NAMES
+from lwm.envs.registration import gym_names
 from lwm.testing.openai_server import ScriptedServer
+
+NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web", "os": "OS", "swe": "SWE",
+         "android": "Android"}
 
 LS = '[{"keystrokes": "ls\\n"}]'
 
@@ -21,6 +24,10 @@ def test_every_domain_is_registered_and_passes_the_env_checker(domain):
     check_env(env.unwrapped, skip_render_check=True)
     assert f"lwm/{NAMES[domain]}-real-v0" in gym.registry
     env.close()
+
+
+def test_gym_ids_follow_from_the_domain_classes():
+    assert {d: n for d, n in gym_names().items() if d in NAMES} == NAMES
 
 
 def test_a_made_env_records_and_truncates_inside_the_recorder(tmp_path):

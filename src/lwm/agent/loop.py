@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from lwm.agent.table import item_f1
+from lwm.agent.checks import FINAL, check, final_answer
 from lwm.agent.tasks import Task, task_context
 from lwm.backends import Backend, GenerateConfig, Message
 from lwm.data.store import TrajectoryStore
@@ -36,13 +36,10 @@ from lwm.types import Action
 from lwm.worldmodel import WorldModel
 
 EnvKind = Literal["sim", "real"]
-FINAL = "final_answer"
 FINAL_TOOL = {"name": FINAL, "description": "Finish the task and give your answer (for table tasks, the table).",
               "inputSchema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}}
 OBSERVATION_CHARS = 1200
 """How much of each observation the policy reads (the trajectory keeps it whole)."""
-SCREENS = {"terminal", "os"}
-"""Domains whose observation is a screen: the newest part is at the bottom."""
 WORLD_MODEL_TOKENS = 512
 """Most tokens the world model writes per simulated observation: the policy reads only the first or last
 ``OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time spent on text nobody reads."""
@@ -92,7 +89,7 @@ def system_prompt(task: Task, tools: list[dict[str, Any]]) -> str:
 
 def observation_view(domain: str, observation: str) -> str:
     """The part of an observation the policy reads: a screen's last lines, any other text's beginning."""
-    text = observation[-OBSERVATION_CHARS:] if domain in SCREENS else observation[:OBSERVATION_CHARS]
+    text = observation[-OBSERVATION_CHARS:] if get_domain(domain).screen else observation[:OBSERVATION_CHARS]
     return text or "(empty)"
 
 
@@ -102,20 +99,6 @@ def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) 
     if not isinstance(model, str):
         return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
     return ModelOptions(model, max_tokens=max_tokens).world_model()
-
-
-def final_answer(action: Any) -> str | None:
-    """The answer of a ``final_answer`` call (given as JSON text or already parsed), else None."""
-    data = action
-    if isinstance(action, str):
-        try:
-            data = json.loads(action)
-        except ValueError:
-            return None
-    if isinstance(data, dict) and data.get("name") == FINAL:
-        answer = (data.get("arguments") or {}).get("answer", "")
-        return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-    return None
 
 
 def parse_reply(reply: str, task: Task) -> Action | str:
@@ -157,16 +140,10 @@ def close_env(env: Any) -> None:
 
 
 def reward(episode: Episode, env: TextEnv) -> float:
-    """The task's checker on this episode: table F1 of the answer, or the state check run in ``env``."""
-    check = episode.task.check
-    if check.kind == "table":
-        return item_f1(episode.answer or "", check.gold, check.columns, check.text_columns)
-    if check.kind == "observed":
-        return item_f1(episode.answer or "", observed_gold(episode), check.columns, check.text_columns)
-    observation, *_ = env.unwrapped.step(check.action)  # after the episode, not part of its trajectory
-    episode.check_observation = observation
-    met = sum(text in observation for text in check.expect) + sum(text not in observation for text in check.absent)
-    return met / max(1, len(check.expect) + len(check.absent))
+    """The task's checker on this episode (``lwm.agent.checks``), on the observations as the policy saw them."""
+    shown = [m["content"] for m in episode.messages[1:] if m["role"] == "user"]
+    value, episode.check_observation = check(episode.task, episode.answer, shown, env)
+    return value
 
 
 def _tools(env: TextEnv) -> list[dict[str, Any]]:
@@ -263,24 +240,6 @@ def _finish(episode: Episode, recorded: RecordTrajectory | None, store: Trajecto
     finally:
         close_env(recorded)
 
-
-
-def observed_gold(episode: Episode) -> list[dict[str, str]]:
-    """An ``observed`` task's gold: its key row completed by the first match of its pattern in what the agent
-    was shown; none when nothing it saw describes the entity (so no answer is right)."""
-    check = episode.task.check
-    found = observed_cells(check.pattern or "(?!)", episode.messages)
-    return [{**check.gold[0], **found}] if found is not None else []
-
-
-def observed_cells(pattern: str, messages: Sequence[Message]) -> dict[str, str] | None:
-    """The named groups of the first match of ``pattern`` in the observations of a conversation (its user
-    messages), stripped; None when no observation matches."""
-    for message in messages[1:]:
-        found = re.search(pattern, message["content"]) if message["role"] == "user" else None
-        if found:
-            return {k: v.strip() for k, v in found.groupdict().items()}
-    return None
 
 
 def simulated_reward(task: Task, trajectory: Any, world_model: WorldModel) -> tuple[float, str]:

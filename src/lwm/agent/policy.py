@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lwm.agent.loop import FINAL, observed_cells
+from lwm.agent.checks import FINAL, observed_cells
 from lwm.agent.search_suite import TITLES, base_family, expert_queries, title_pattern
 from lwm.agent.table import to_markdown
 from lwm.agent.tasks import Task
@@ -197,7 +197,8 @@ class ReaderPolicy:
                 out.append(call("web_search", query=queries[turn]))
                 continue
             key, base = task.check.columns[0], base_family(task.family)
-            rows = [{key: row[key], **(observed_cells(title_pattern(base, row[key]), messages) or {})}
+            shown = [m["content"] for m in messages[1:] if m["role"] == "user"]
+            rows = [{key: row[key], **(observed_cells(title_pattern(base, row[key]), shown) or {})}
                     for row in task.check.gold]
             out.append(call(FINAL, answer=to_markdown(rows, task.check.columns)))
         return out

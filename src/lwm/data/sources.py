@@ -11,13 +11,12 @@ collectors record the program explored).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+from lwm.domains import get_domain
+from lwm.registry import UnknownPartError
 from lwm.types import Trajectory
-
-_URL = re.compile(r"URL: (?:[a-z]+://)?([^/\s]+)")
 
 
 def source_of(trajectory: Trajectory) -> str:
@@ -25,17 +24,11 @@ def source_of(trajectory: Trajectory) -> str:
     extra = provenance.extra or {}
     if extra.get("source"):
         return str(extra["source"])
-    domain = trajectory.domain
-    if domain == "os" and extra.get("apps"):
-        return "os:" + "+".join(sorted(map(str, extra["apps"])))
-    if domain == "search" and extra.get("sources"):
-        return "search:" + "+".join(sorted(map(str, extra["sources"])))
-    if domain == "web":
-        first = str(extra.get("initial_observation") or "") or next(
-            (t.observation.content for t in trajectory.turns), "")
-        if host := _URL.search(first):
-            return f"web:{host.group(1)}"
-    return provenance.environment or f"{domain}:unknown"
+    try:
+        found = get_domain(trajectory.domain).source(trajectory)
+    except UnknownPartError:  # a domain no longer (or not here) registered: its provenance still tells
+        found = None
+    return found or provenance.environment or f"{trajectory.domain}:unknown"
 
 
 def _rank(source: str, seed: int) -> float:

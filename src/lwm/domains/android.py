@@ -28,7 +28,7 @@ REQUIRED = {
 }
 
 
-@register("domain", "android")
+@register("domain")
 class Android(Domain):
     name = "android"
     title = "Android"

@@ -2,19 +2,25 @@
 
 A domain is data plus a few small hooks. Subclasses set the class attributes and override
 ``normalize`` (check an action's content and put it in canonical form) and, where typing a command
-is natural, ``from_shell`` (turn one line typed in ``lwm shell`` into an action).
+is natural, ``from_shell`` (turn one line typed in ``lwm shell`` into an action). Everything else follows
+from the class: its Gymnasium ids (``lwm/<Title>-v0``), whether the agent reads its screen from the bottom
+(``screen``), which environment a trajectory came from (``source``), and its prompts, read from a
+``prompts/<name>/`` folder beside the domain's module when there is one (a plugin domain is one module plus
+that folder), else from lwm's own.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
 from lwm.prompts import PromptSet
-from lwm.types import Action, Context, JSONValue
+from lwm.types import Action, Context, JSONValue, Trajectory
 
 
 class ActionError(ValueError):
@@ -32,6 +38,26 @@ class Domain:
     """What a session shows before the first action when its context gives nothing."""
     response_tag: ClassVar[str] = OBSERVATION_TAG
     marker: ClassVar[str] = OBSERVATION_MARKER
+    screen: ClassVar[bool] = False
+    """The observation is a screen whose newest part is at the bottom (an agent reads its last lines)."""
+
+    @classmethod
+    def gym_name(cls) -> str:
+        """The name in the domain's Gymnasium ids: its title without spaces or punctuation."""
+        return re.sub(r"\W", "", cls.title)
+
+    @classmethod
+    def prompts_root(cls) -> Path | None:
+        """The ``prompts/`` folder beside the domain's module, if it has ``<name>/`` templates; else None
+        (lwm's own)."""
+        module = sys.modules.get(cls.__module__)
+        folder = Path(module.__file__).parent / "prompts" if module and module.__file__ else None
+        return folder if folder and (folder / cls.name).is_dir() else None
+
+    def source(self, trajectory: Trajectory) -> str | None:
+        """The environment ``trajectory`` came from, read from what this domain records; None: the
+        environment its provenance names (``lwm.data.sources``)."""
+        return None
 
     # --- actions -------------------------------------------------------------------------------
     def normalize(self, content: Any) -> JSONValue:
@@ -80,7 +106,8 @@ class Domain:
 
     # --- prompts -------------------------------------------------------------------------------
     def prompts(self, prompts_dir: str | Path | None = None) -> PromptSet:
-        return PromptSet(self.name, prompts_dir)
+        """The templates of ``prompts_dir`` (a user's), else the domain's own, else lwm's."""
+        return PromptSet(self.name, prompts_dir, own=self.prompts_root())
 
     def system_prompt(self, context: Context, *, compact: bool = False, prompts_dir: str | Path | None = None) -> str:
         """The world model's system prompt; a prompt carried by the data itself wins."""

@@ -9,7 +9,7 @@ from lwm.registry import register
 from lwm.types import Action
 
 
-@register("domain", "mcp")
+@register("domain")
 class MCP(Domain):
     name = "mcp"
     title = "MCP"

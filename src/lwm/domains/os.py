@@ -6,15 +6,22 @@ from typing import Any
 
 from lwm.domains.base import Domain, check_python
 from lwm.registry import register
+from lwm.types import Trajectory
 
 
-@register("domain", "os")
+@register("domain")
 class OS(Domain):
     name = "os"
     title = "OS"
+    screen = True
     action_language = "python"
     example_action = "import pyautogui\npyautogui.hotkey('ctrl', 's')"
     shell_prompt = ">>> "
 
     def normalize(self, content: Any) -> str:
         return check_python(content, self.name)
+
+    def source(self, trajectory: Trajectory) -> str | None:
+        """The desktop apps the collector opened."""
+        apps = (trajectory.provenance.extra or {}).get("apps")
+        return "os:" + "+".join(sorted(map(str, apps))) if apps else None

@@ -6,18 +6,23 @@ from typing import Any
 
 from lwm.domains.base import ActionError, Domain, shell_tool_call, tool_call
 from lwm.registry import register
-from lwm.types import Action
+from lwm.types import Action, Trajectory
 
 TOOLS = {"web_search", "web_extractor", "dict_memory"}
 MEMORY_OPERATIONS = {"add", "update", "retrieve", "retrieve_all", "remove", "remove_all"}
 
 
-@register("domain", "search")
+@register("domain")
 class Search(Domain):
     name = "search"
     title = "Search"
     example_action = {"name": "web_search", "arguments": {"query": "python asyncio timeout"}}
     shell_prompt = "search> "
+
+    def source(self, trajectory: Trajectory) -> str | None:
+        """The document collections the engine searched."""
+        sources = (trajectory.provenance.extra or {}).get("sources")
+        return "search:" + "+".join(sorted(map(str, sources))) if sources else None
 
     def normalize(self, content: Any) -> dict[str, Any]:
         call = tool_call(content, self.name, TOOLS)

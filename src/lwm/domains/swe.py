@@ -9,7 +9,7 @@ from lwm.registry import register
 from lwm.types import Action
 
 
-@register("domain", "swe")
+@register("domain")
 class SWE(Domain):
     name = "swe"
     title = "SWE"

@@ -9,10 +9,11 @@ from lwm.registry import register
 from lwm.types import Action
 
 
-@register("domain", "terminal")
+@register("domain")
 class Terminal(Domain):
     name = "terminal"
     title = "Terminal"
+    screen = True
     example_action = [{"keystrokes": "ls -la\n", "duration": 0.1}]
     shell_prompt = "$ "
     initial_state = "user@sandbox:~$ "  # what the real terminal (and the corpus) shows

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from lwm.domains.base import ActionError, Domain
 from lwm.registry import register
+from lwm.types import Trajectory
 
 BROWSERGYM_ACTIONS = {
     "click", "dblclick", "fill", "select_option", "check", "uncheck", "hover", "focus", "clear", "press",
@@ -16,14 +18,23 @@ BROWSERGYM_ACTIONS = {
     "tab_focus", "send_msg_to_user", "report_infeasible", "noop",
 }
 
+_URL = re.compile(r"URL: (?:[a-z]+://)?([^/\s]+)")
 
-@register("domain", "web")
+
+@register("domain")
 class Web(Domain):
     name = "web"
     title = "Web"
     action_language = "python"
     example_action = "click('a12')"
     shell_prompt = "web> "
+
+    def source(self, trajectory: Trajectory) -> str | None:
+        """The site's host, from the first page's URL line."""
+        first = str((trajectory.provenance.extra or {}).get("initial_observation") or "") or next(
+            (t.observation.content for t in trajectory.turns), "")
+        host = _URL.search(first)
+        return f"web:{host.group(1)}" if host else None
 
     def normalize(self, content: Any) -> str:
         if not isinstance(content, str) or not content.strip():

@@ -86,10 +86,6 @@ class TextEnv(gym.Env[str, str]):
     def transition(self, action: Action) -> Observation:
         raise NotImplementedError
 
-    def reward(self, action: Action, observation: Observation) -> tuple[float, bool]:
-        """``(reward, terminated)`` after a step; none by default (a task supplies them)."""
-        return 0.0, False
-
     # --- the contract --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
@@ -125,9 +121,8 @@ class TextEnv(gym.Env[str, str]):
         observation = observation.model_copy(update={"content": cap_text(observation.content),
                                                      "metadata": {**observation.metadata, "seconds": seconds}})
         self.trajectory = self.trajectory.extended(parsed, observation)
-        reward, terminated = self.reward(parsed, observation)
         self._last = observation.content
-        return observation.content, reward, terminated, False, info
+        return observation.content, 0.0, False, False, info  # a task's reward: lwm.agent.task_env.TaskEnv
 
     def render(self) -> str | None:
         return self._last if self.render_mode == "ansi" else None

@@ -29,9 +29,12 @@ from lwm.model_options import ModelOptions
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 
-NAMES = {"terminal": "Terminal", "mcp": "MCP", "search": "Search", "web": "Web", "os": "OS", "swe": "SWE",
-         "android": "Android"}
-"""Domain -> the name in its Gymnasium id (``lwm/<Name>-v0``)."""
+
+def gym_names() -> dict[str, str]:
+    """Domain -> the name in its Gymnasium ids (``lwm/<Name>-v0``), for lwm's domains and plugins' alike."""
+    from lwm.registry import get, names
+
+    return {domain: get("domain", domain).gym_name() for domain in names("domain")}
 
 
 def wrap(env: gym.Env, store: str | Path | None = None, max_turns: int | None = None,
@@ -115,10 +118,13 @@ class SimVectorEnv(SyncVectorEnv):
 
 
 def register_envs() -> None:
-    """Register ``lwm/<Name>-v0`` (simulated) and ``lwm/<Name>-real-v0`` (real) for every domain."""
-    for domain, name in NAMES.items():
+    """Register ``lwm/<Name>-v0`` (simulated) and ``lwm/<Name>-real-v0`` (real) for every domain, plugins'
+    included (``import lwm`` loads the ``lwm.plugins`` entry points)."""
+    for domain, name in gym_names().items():
         if f"lwm/{name}-v0" in gym.registry:
             continue
         gym.register(f"lwm/{name}-v0", entry_point=make_sim, kwargs={"domain": domain},
                      vector_entry_point=SimVectorEnv, disable_env_checker=False)
         gym.register(f"lwm/{name}-real-v0", entry_point=make_real, kwargs={"domain": domain})
+    if "lwm/Task-v0" not in gym.registry:  # a suite's task, its checker the reward (lwm.agent.task_env)
+        gym.register("lwm/Task-v0", entry_point="lwm.agent.task_env:make_task_env")

@@ -28,11 +28,13 @@ def _read(root: str | None, *parts: str) -> str | None:
 
 
 class PromptSet:
-    """The templates of one domain, from lwm's own set or a user's directory."""
+    """The templates of one domain, from lwm's own set, a plugin domain's own folder (``own``, laid out the
+    same way) or a user's directory."""
 
-    def __init__(self, domain: str, prompts_dir: str | Path | None = None):
+    def __init__(self, domain: str, prompts_dir: str | Path | None = None, own: str | Path | None = None):
         self.domain = domain
-        self.root = str(Path(prompts_dir).expanduser()) if prompts_dir else None
+        chosen = prompts_dir or own
+        self.root = str(Path(chosen).expanduser()) if chosen else None
 
     def _template(self, *names: str) -> str:
         for name in names:

@@ -21,7 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.loop import Episode, close_env, final_answer, make_env, reward
+from lwm.agent.checks import check, final_answer
+from lwm.agent.loop import close_env, make_env
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
@@ -91,6 +92,8 @@ class Session:
         self.lock = threading.Lock()
         self.id = uuid.uuid4().hex[:12]
         self.env: RecordTrajectory | None = None
+        self.shown: list[str] = []
+        """The episode's observations as the client got them (what an ``observed`` check reads)."""
         self.task: Task | None = None
         self.last_used = time.monotonic()
         self.steps = 0
@@ -132,6 +135,7 @@ class Session:
         self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.control,
                         record=True, provenance=provenance)
         observation, info = self.env.reset(seed=seed)
+        self.shown = [observation]
         self.steps, self.done = 0, False
         self.last_used = time.monotonic()
         return StepResult(observation, info={**info, "session": self.id, "mode": self.config.mode})
@@ -148,15 +152,14 @@ class Session:
         observation, rew, terminated, truncated, info = self.env.step(
             action if isinstance(action, str) else json.dumps(action))
         self.steps += 1
+        self.shown.append(observation)
         self.done = terminated or truncated
         return StepResult(observation, float(rew), terminated, truncated, {**info, "mode": self.config.mode})
 
     def _finish(self, answer: str) -> StepResult:
         """The task checker's reward on ``answer``; the episode is recorded with it."""
         assert self.env is not None and self.task is not None
-        episode = Episode(self.task, self.config.mode, answer=answer, messages=[
-            {"role": "user", "content": turn.observation.content} for turn in self.env.trajectory.turns])
-        value = reward(episode, self.env)
+        value, _ = check(self.task, answer, self.shown, self.env)
         trajectory = self.env.trajectory
         self.env.trajectory = trajectory.model_copy(update={"provenance": trajectory.provenance.model_copy(
             update={"extra": {**trajectory.provenance.extra, "reward": value, "answer": answer}})})

@@ -1,0 +1,80 @@
+"""A suite's task as a Gymnasium environment (``lwm/Task-v0``): the task's checker is the reward of a plain
+``step`` loop, in the real environment and in the simulator, the same as ``lwm agent`` gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import lwm  # noqa: F401 - registers the ids
+from lwm.agent.checks import check, final_answer
+from lwm.agent.loop import run_episodes
+from lwm.agent.policy import ExpertPolicy, expert_replies
+from lwm.agent.tasks import get_task, tasks
+from lwm.backends import MockBackend
+from lwm.worldmodel import WorldModel
+from tests.envs.real.conftest import needs_sandbox, needs_tmux
+
+
+def _action(reply: str) -> str:
+    return reply.removeprefix("```json\n").removesuffix("\n```")
+
+
+@needs_sandbox
+@needs_tmux
+@pytest.mark.parametrize("task_id", ["mcp/memory-relation-0000", "terminal/find-file-0000", "search/syscall-0004"])
+def test_the_experts_actions_through_gym_make_earn_the_loops_reward(tmp_path, task_id):
+    task = get_task(task_id)
+    env = gym.make("lwm/Task-v0", task=task_id, env="real", store=tmp_path)
+    observation, info = env.reset(seed=0)
+    assert info["task"] == task_id
+    *steps, answer = [_action(reply) for reply in expert_replies(task)]
+    for action in steps:
+        observation, reward, terminated, truncated, _ = env.step(action)
+        assert reward == 0.0 and not terminated
+    observation, reward, terminated, truncated, info = env.step(answer)
+    env.close()
+    [episode] = run_episodes([task], ExpertPolicy([task]), "real")
+    assert (reward, terminated, truncated) == (episode.reward, True, False) == (1.0, True, False)
+    assert info["answer"] == final_answer(answer) and observation == "Episode finished: reward 1.000"
+    if task.check.kind == "state":
+        assert info["check_observation"] == episode.check_observation
+
+
+def test_a_wrong_answer_in_the_simulator_scores_what_the_checker_says():
+    task = get_task("search/syscall-0004")
+    env = gym.make("lwm/Task-v0", task=task, env="sim", world_model=WorldModel(MockBackend(), cache=False))
+    env.reset(seed=0)
+    env.step(json.dumps({"name": "web_search", "arguments": {"query": "x"}}))
+    _, reward, terminated, _, info = env.step({"name": "final_answer", "arguments": {"answer": "no table"}})
+    assert terminated and reward == 0.0 and info["answer"] == "no table"
+
+
+def test_an_observed_check_reads_the_first_observation_too():
+    """A fictional lookup answered from the page its first search showed (a served session once skipped the
+    first observation when it read what the agent was shown)."""
+    task = tasks("search", families=["syscall-fictional"])[0]
+    name = task.check.gold[0][task.check.columns[0]]
+    page = f"1. [{name}(2) — pin pages of a fence](https://man7.org/x)"
+    answer = f"| Call | Summary |\n|---|---|\n| {name} | pin pages of a fence |"
+    assert check(task, answer, ["(start page)", page], env=None)[0] == 1.0
+    assert check(task, answer, ["(start page)"], env=None)[0] == 0.0
+    sim = WorldModel(MockBackend([f"<predicted_observation>{page}</predicted_observation>"]), cache=False)
+    env = gym.make("lwm/Task-v0", task=task, env="sim", world_model=sim)
+    env.reset(seed=0)
+    env.step(json.dumps({"name": "web_search", "arguments": {"query": f"{name} system call"}}))
+    assert env.step({"name": "final_answer", "arguments": {"answer": answer}})[1] == 1.0
+
+
+@needs_sandbox
+@needs_tmux
+def test_a_terminal_tasks_home_is_removed_when_the_env_closes():
+    env = gym.make("lwm/Task-v0", task="terminal/count-lines-0000", env="real")
+    env.reset(seed=0)
+    home = Path(env.unwrapped._task_home)
+    assert home.is_dir() and any(home.iterdir())  # the task's files
+    env.close()
+    assert not home.exists()

@@ -1,0 +1,108 @@
+"""A third-party domain, installed as a package of its own (one module plus its prompts folder, an entry point
+in ``lwm.plugins``), used through ``lwm simulate`` and ``gymnasium.make`` without touching lwm."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+DOMAIN = '''
+"""A kanban board: actions move cards between columns."""
+
+from lwm.domains.base import ActionError, Domain
+from lwm.registry import register
+
+
+@register("domain")
+class Kanban(Domain):
+    name = "kanban"
+    title = "Kanban Board"
+    example_action = {"move": "card-1", "to": "done"}
+
+    def normalize(self, content):
+        if not isinstance(content, dict) or set(content) != {"move", "to"}:
+            raise ActionError('kanban actions look like {"move": "card-1", "to": "done"}')
+        return content
+'''
+PROMPT = "You play a kanban board in a small team's tracker. Show the board after each move.\n\n{context}\n"
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory) -> Path:
+    """The plugin package built and installed (pip, no network) into a folder of its own."""
+    root = tmp_path_factory.mktemp("plugin")
+    source = root / "src"
+    package = source / "lwm_kanban"
+    (package / "prompts" / "kanban").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "domain.py").write_text(DOMAIN)
+    (package / "prompts" / "kanban" / "system_prompt.txt").write_text(PROMPT)
+    (package / "prompts" / "kanban" / "judge_system_prompt.txt").write_text("Judge the board.\n\n{rubric}\n")
+    (source / "pyproject.toml").write_text(textwrap.dedent('''
+        [build-system]
+        requires = ["setuptools>=68"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "lwm-kanban"
+        version = "0.1"
+
+        [project.entry-points."lwm.plugins"]
+        kanban = "lwm_kanban.domain"
+
+        [tool.setuptools.package-data]
+        lwm_kanban = ["prompts/*/*.txt"]
+    '''))
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    shutil.rmtree(source)  # what runs is the installed copy
+    return site
+
+
+def _env(site: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(site), "LWM_CACHE_DIR": str(site.parent / "cache")}
+
+
+def test_lwm_simulate_runs_the_plugin_domain(plugin):
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    done = subprocess.run([lwm, "simulate", "--domain", "kanban", "--model", "mock", "--json", "--no-cache",
+                           "--action", '{"move": "card-1", "to": "done"}'], capture_output=True, text=True,
+                          env=_env(plugin), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["observation"].startswith("mock observation")
+    bad = subprocess.run([lwm, "simulate", "--domain", "kanban", "--model", "mock", "--action", '{"drop": 1}'],
+                         capture_output=True, text=True, env=_env(plugin), timeout=120)
+    assert bad.returncode == 2 and "kanban actions look like" in bad.stderr
+
+
+def test_gymnasium_make_gives_the_plugin_domain_with_its_own_prompt(plugin):
+    script = textwrap.dedent('''
+        import gymnasium as gym
+        import lwm
+        from lwm.backends.mock import MockBackend
+
+        backend = MockBackend()
+        env = gym.make("lwm/KanbanBoard-v0", world_model=lwm.WorldModel(backend, cache=False))
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step('{"move": "card-1", "to": "done"}')
+        print(obs.startswith("mock observation"), "lwm/KanbanBoard-real-v0" in gym.registry)
+        print("kanban board in a small team's tracker" in backend.calls[-1][0]["content"])
+    ''')
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(plugin),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True"]
+
+
+def test_without_the_plugin_the_domain_is_unknown(plugin):
+    done = subprocess.run([sys.executable, "-c", "import lwm; lwm.get_domain('kanban')"], capture_output=True,
+                          text=True, env={**_env(plugin), "PYTHONPATH": ""}, timeout=120)
+    assert done.returncode != 0 and "unknown domain 'kanban'" in done.stderr
