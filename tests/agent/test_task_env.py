@@ -15,6 +15,7 @@ from lwm.agent.loop import run_episodes
 from lwm.agent.policy import ExpertPolicy, expert_replies
 from lwm.agent.tasks import get_task, tasks
 from lwm.backends import MockBackend
+from lwm.data import TrajectoryStore
 from lwm.worldmodel import WorldModel
 from tests.envs.real.conftest import needs_sandbox, needs_tmux
 
@@ -78,3 +79,41 @@ def test_a_terminal_tasks_home_is_removed_when_the_env_closes():
     assert home.is_dir() and any(home.iterdir())  # the task's files
     env.close()
     assert not home.exists()
+
+
+@needs_sandbox
+def test_the_loop_perturbs_every_episode_its_own_way_and_checks_the_state_unperturbed(tmp_path):
+    """``control`` in the real MCP server: every call of the expert fails by injection, so nothing is written
+    and the state check (not perturbed) reads the real, empty graph; each episode has a perturbation seed of
+    its own."""
+    spec = tmp_path / "faults.yaml"
+    spec.write_text("perturbations:\n  - error: {rate: 1.0, kinds: [server_error]}\n")
+    chosen = tasks("mcp", "train", ["memory-entity"])[:2]
+    store = TrajectoryStore(tmp_path / "store")
+    faulty = run_episodes(chosen, ExpertPolicy(chosen), "real", control=spec, store=store)
+    clean = run_episodes(chosen, ExpertPolicy(chosen), "real")
+    assert [e.reward for e in clean] == [1.0, 1.0] and [e.reward for e in faulty] == [0.0, 0.0]
+    assert all(e.error is None and "error" not in (e.check_observation or "").lower()[:40] for e in faulty)
+    recorded = list(store)
+    assert all(t.provenance.extra["control"]["perturbations"][0]["error"]["rate"] == 1.0 for t in recorded)
+    assert len({t.provenance.extra["control_seed"] for t in recorded}) == 2
+    assert all("error" in t.turns[0].observation.content.lower() for t in recorded)
+
+
+def test_agent_eval_takes_a_control_spec_pins_it_and_refuses_a_broken_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    runner = CliRunner()
+    spec = tmp_path / "faults.yaml"
+    spec.write_text("perturbations:\n  - empty: 0.5\n")
+    args = ["agent", "eval", "--domain", "search", "--env", "sim", "--world-model", "mock", "--limit", "2",
+            "--out", str(tmp_path / "eval")]
+    done = runner.invoke(app, [*args, "--control", str(spec)])
+    assert done.exit_code == 0, done.output
+    again = runner.invoke(app, args)  # the same folder without the spec: another experiment
+    assert again.exit_code == 2 and "control" in again.output
+    (tmp_path / "broken.yaml").write_text("perturbations:\n  - error: {rate: 7}\n")
+    broken = runner.invoke(app, [*args[:-1], str(tmp_path / "other"), "--control", str(tmp_path / "broken.yaml")])
+    assert broken.exit_code == 2 and "rate" in broken.output

@@ -21,7 +21,8 @@ def test_sessions_are_bounded_and_idle_ones_expire_and_are_recorded(tmp_path):
     sessions.get("b")
     with pytest.raises(RuntimeError, match="all 2 sessions are in use"):
         sessions.get("c")
-    time.sleep(0.3)
+    for idle in (a, sessions.get("b")):  # both idle for longer than idle_seconds (no sleeping: their clocks moved)
+        idle.last_used = time.monotonic() - 1.0
     assert sessions.get("c") is not a and len(sessions) == 1  # a and b expired
     assert [len(t.turns) for t in read_trajectories(tmp_path / "s")] == [1]  # a's unfinished episode was kept
     sessions.close()

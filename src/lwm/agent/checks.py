@@ -57,6 +57,11 @@ def check(task: Task, answer: str | None, shown: Iterable[str], env: gym.Env) ->
         found = observed_cells(spec.pattern or "(?!)", shown)
         gold = [{**spec.gold[0], **found}] if found is not None else []
         return item_f1(answer or "", gold, spec.columns, spec.text_columns), None
-    observation, *_ = env.unwrapped.step(spec.action)  # after the episode, not part of its trajectory
+    inner = env.unwrapped
+    control, inner.control = inner.control, None  # the state as it is: no injected fault on the check
+    try:
+        observation, *_ = inner.step(spec.action)  # after the episode, not part of its trajectory
+    finally:
+        inner.control = control
     met = sum(text in observation for text in spec.expect) + sum(text not in observation for text in spec.absent)
     return met / max(1, len(spec.expect) + len(spec.absent)), observation

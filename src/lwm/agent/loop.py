@@ -30,6 +30,7 @@ from lwm.data.store import TrajectoryStore
 from lwm.domains import ActionError, get_domain
 from lwm.domains.base import render_tools
 from lwm.envs import RecordTrajectory, SimEnv, TextEnv
+from lwm.envs.control import ControlSpec, apply_control
 from lwm.model_options import ModelOptions
 from lwm.registry import get
 from lwm.types import Action
@@ -152,8 +153,11 @@ def _tools(env: TextEnv) -> list[dict[str, Any]]:
 
 def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_model: WorldModel | None = None,
                  max_steps: int = 8, store: TrajectoryStore | None = None, workers: int = 4,
-                 seed: int = 0) -> list[Episode]:
-    """Run every task once with ``policy`` in ``env``; episodes advance together, one policy batch per step."""
+                 seed: int = 0, control: ControlSpec | str | Path | None = None) -> list[Episode]:
+    """Run every task once with ``policy`` in ``env``; episodes advance together, one policy batch per step.
+    ``control`` perturbs every step of every episode (sim or real alike), each episode with a seed of its own
+    (``seed`` + its index); the task's check reads the state unperturbed."""
+    spec = ControlSpec.load(control) if isinstance(control, str | Path) else control
     episodes = [Episode(task, env) for task in tasks]
     envs: list[RecordTrajectory | None] = [None] * len(tasks)
     started = time.monotonic()
@@ -161,8 +165,10 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
     def start(i: int) -> None:
         episode = episodes[i]
         try:
-            recorded = RecordTrajectory(make_env(episode.task, env, world_model), store, provenance={
-                "task": episode.task.id, "policy": policy.name, "env": env})
+            recorded = RecordTrajectory(apply_control(make_env(episode.task, env, world_model), spec), store,
+                                        provenance={"task": episode.task.id, "policy": policy.name, "env": env,
+                                                    **({"control": spec.model_dump(exclude_defaults=True)}
+                                                       if spec else {})})
             envs[i] = recorded
             obs, _ = recorded.reset(seed=seed + i)
             episode.trajectory_id = recorded.trajectory.id if recorded.trajectory else None

@@ -44,6 +44,8 @@ class AgentRLConfig(StageConfig):
     reply_tokens: int = field(default=96, metadata={"help": "Most tokens in one policy reply."})
     temperature: float = field(default=1.0, metadata={"help": "Policy sampling temperature during rollouts."})
     record: bool = field(default=True, metadata={"help": "Record every rollout in output_dir/rollouts."})
+    control: str | None = field(default=None, metadata={
+        "help": "A control spec (YAML) perturbing every rollout step: injected faults, drift, a world bible."})
 
     trl_class: ClassVar[str] = "GRPOConfig"
     needs_data: ClassVar[bool] = False
@@ -89,7 +91,7 @@ def make_rollout(config: AgentRLConfig, by_instruction: dict[str, Task], tokeniz
                         config.temperature, name="policy-in-training")
         episodes: list[Episode] = run_episodes(chosen, policy, config.env, world_model=world_model,  # type: ignore
                                                max_steps=config.episode_steps, store=store,
-                                               seed=trainer.state.global_step * 1000)
+                                               seed=trainer.state.global_step * 1000, control=config.control)
         limit = trainer.args.max_completion_length
         prompt_ids, completion_ids, masks = [], [], []
         for episode in episodes:

@@ -20,7 +20,8 @@ from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_pat
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
 from lwm.data.jsonl import JsonlFile
-from lwm.runfolder import SettingsChanged, holds_rows, pin, read_run
+from lwm.envs.control import ControlSpec
+from lwm.runfolder import SettingsChanged, digest, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
@@ -37,6 +38,10 @@ MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
 Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]
 Families = Annotated[list[str] | None, typer.Option("--family", help="Only this task family (repeatable).")]
 WorldModelTokens = Annotated[int, typer.Option(help="With --env sim: most tokens in one simulated observation.")]
+ControlFile = Annotated[Path | None, typer.Option("--control", help="A control spec (YAML): injected faults, drift "
+                                                  "and a world bible around every step, sim or real; each episode "
+                                                  "draws its own perturbations; the task's check reads the state "
+                                                  "unperturbed.")]
 
 
 @tasks_app.command("list")
@@ -139,8 +144,8 @@ def _summary(rows: list[EvalRow], title: str) -> Table:
 
 def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_steps: int, out: Path | None,
          batch: int, seed: int, policy_options: dict, keep_episodes: bool = False,
-         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None
-         ) -> list[EvalRow]:
+         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None,
+         control: Path | None = None) -> list[EvalRow]:
     """Episodes in batches; ``done`` gets each batch's rows as it finishes (so a long eval keeps its work)."""
     from lwm.agent.loop import run_episodes, sim_world_model
     from lwm.agent.policy import make_policy
@@ -151,14 +156,15 @@ def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_s
     try:
         policy = make_policy(policy_spec, chosen, **policy_options)
         wm = sim_world_model(world_model, world_model_tokens) if env == "sim" else None
-    except (ValueError, KeyError, RuntimeError) as exc:
+        spec = ControlSpec.load(control) if control else None
+    except (ValueError, KeyError, RuntimeError, OSError) as exc:
         raise fail(str(exc), 2) from None
     store = TrajectoryStore(out) if out else None
     rows = []
     for start in range(0, len(chosen), batch):
         with console.status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
             episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
-                                    store=store, seed=seed + start)
+                                    store=store, seed=seed + start, control=spec)
         made = [EvalRow.of(e, policy.name, keep_episodes) for e in episodes]
         if done:
             done(made)
@@ -170,7 +176,7 @@ def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_s
 def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
             policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-            world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
+            world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None) -> None:
     """One episode of one task; prints its result (reward, steps, answer, error) as JSON, records the trajectory
     with --out."""
     try:
@@ -178,7 +184,7 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
     except (UnknownTaskError, FileNotFoundError) as exc:
         raise fail(str(exc), 2) from None
     row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {},
-               world_model_tokens=world_model_tokens)[0]
+               world_model_tokens=world_model_tokens, control=control)[0]
     console.print_json(row.model_dump_json())
     if row.error:
         console.print(f"[yellow]episode ended with an error: {row.error}[/]")
@@ -194,7 +200,7 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
              out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
              max_tokens: Annotated[int, typer.Option(help="Most tokens in one policy reply.")] = 160,
              temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0,
-             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS) -> None:
+             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None) -> None:
     """Run a policy on a suite's tasks; mean reward per family with standard errors. With --out, each batch's
     results are appended to OUT/results.jsonl as it ends, and a rerun goes on from there."""
     chosen = tasks(domain, split if split in ("train", "heldout") else None, family or ())[:limit]
@@ -203,7 +209,8 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
                    "(lwm agent tasks list)", 2)
     settings = {"env": env, "policy": policy, "max_steps": max_steps, "max_tokens": max_tokens,
                 "temperature": temperature, "seed": seed, **({"world_model": world_model,
-                "world_model_tokens": world_model_tokens} if env == "sim" else {})}
+                "world_model_tokens": world_model_tokens} if env == "sim" else {}),
+                "control": digest(control) if control else None}
     results = _results(out, settings) if out else None
     kept = {r.task: r for r in results.rows()} if results else {}
     todo = [t for t in chosen if t.id not in kept]
@@ -211,6 +218,7 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
         console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
     made = iter(_run(todo, env, policy, world_model, max_steps, out, batch, seed,
                      {"max_tokens": max_tokens, "temperature": temperature}, world_model_tokens=world_model_tokens,
+                     control=control,
                      done=(lambda rows: [results.append(r) for r in rows]) if results else None)
                 if todo else [])
     rows = [kept[t.id] if t.id in kept else next(made) for t in chosen]

@@ -96,10 +96,11 @@ class TextEnv(gym.Env[str, str]):
         self.trajectory = self._new_trajectory()
         if self.control is not None:
             self.control.reset(seed)
+        self._last = self.initial_observation(seed, options)
+        if self.control is not None:  # after: a real env makes its trajectory anew once its server is up
             provenance = self.trajectory.provenance
             self.trajectory = self.trajectory.model_copy(update={"provenance": provenance.model_copy(
                 update={"extra": {**provenance.extra, "control_seed": self.control.episode_seed}})})
-        self._last = self.initial_observation(seed, options)
         return self._last, {"domain": self.domain.name, "turn": 0}
 
     def step(self, action: str | Action | Any) -> tuple[str, float, bool, bool, dict[str, Any]]:

@@ -1,0 +1,41 @@
+"""Policies (lwm.agent.policy): scripted replies, the experts' demonstrations, specs to policies."""
+
+import json
+
+import pytest
+
+from lwm.agent.checks import check, final_answer
+from lwm.agent.policy import ExpertPolicy, ModelPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies, make_policy
+from lwm.agent.tasks import get_task, tasks
+
+
+def test_scripted_replies_follow_each_conversations_turn():
+    policy = ScriptedPolicy(["first", "second"])
+    one = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    two = [*one, {"role": "assistant", "content": "first"}, {"role": "user", "content": "u2"}]
+    assert policy.act([one, two]) == ["first", "second"]
+
+
+def test_the_experts_answer_is_right_by_the_tasks_own_table_check():
+    task = get_task("search/syscall-0004")
+    replies = expert_replies(task)
+    assert json.loads(replies[0].removeprefix("```json\n").removesuffix("\n```"))["name"] == "web_search"
+    answer = final_answer(replies[-1].removeprefix("```json\n").removesuffix("\n```"))
+    assert check(task, answer, [], env=None)[0] == 1.0
+
+
+def test_the_expert_finds_its_task_by_the_instruction_in_the_system_prompt():
+    chosen = [get_task("mcp/memory-relation-0000"), get_task("search/syscall-0004")]
+    conversation = [{"role": "system", "content": f"You are an agent.\n\nTask: {chosen[1].instruction}\n\nTools: ..."},
+                    {"role": "user", "content": "start"}]
+    assert ExpertPolicy(chosen).act([conversation]) == [expert_replies(chosen[1])[0]]
+
+
+def test_specs_make_the_right_policy_and_the_reader_refuses_what_it_cannot_read():
+    chosen = tasks("search", "heldout", ["syscall-lookup"])[:1]
+    assert isinstance(make_policy("expert", chosen), ExpertPolicy)
+    assert isinstance(make_policy("reader", chosen), ReaderPolicy)
+    assert isinstance(make_policy("mock"), ModelPolicy)
+    with pytest.raises(ValueError, match="signal"):
+        ReaderPolicy(tasks("search", "train", ["signal"])[:1])
+    assert call("final_answer", answer="x") == '```json\n{"name": "final_answer", "arguments": {"answer": "x"}}\n```'
