@@ -186,7 +186,7 @@ def test_compare_pairs_two_evals_task_by_task(tmp_path):
     assert runner.invoke(app, [*base, "--policy", "expert", "--out", str(tmp_path / "expert")]).exit_code == 0
     idle = ScriptedPolicy([call("final_answer", answer="nothing found")])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("lwm.agent.policy.make_policy", lambda *a, **k: idle)
+        patch.setattr("lwm.agent.evaluate.make_policy", lambda *a, **k: idle)
         assert runner.invoke(app, [*base, "--policy", "idle", "--out", str(tmp_path / "idle")]).exit_code == 0
     result = runner.invoke(app, ["agent", "compare", str(tmp_path / "expert"), str(tmp_path / "idle")],
                            env={"COLUMNS": "250"})

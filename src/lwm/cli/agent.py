@@ -5,23 +5,23 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode
+from lwm.agent.evaluate import EvalRow, results_file, run_tasks
+from lwm.agent.loop import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
 from lwm.data.jsonl import JsonlFile
-from lwm.envs.control import ControlSpec
-from lwm.runfolder import SettingsChanged, digest, holds_rows, pin, read_run
+from lwm.runfolder import SettingsChanged, digest, read_run
 from lwm.stats import paired, standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
@@ -100,32 +100,13 @@ def tasks_build(domain: Annotated[str, typer.Option(help="search, mcp or termina
     console.print(f"{len(built)} tasks ({split['train']} train, {split['heldout']} held out) written to {path}")
 
 
-class EvalRow(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-    """One episode of ``lwm agent eval`` in OUT/results.jsonl."""
-
-    task: str
-    domain: str
-    family: str
-    env: str
-    policy: str
-    reward: float
-    answer: str | None = None
-    error: str | None = None
-    steps: int = 0
-    policy_calls: int = 0
-    world_model_calls: int = 0
-    seconds: float = 0.0
-    trajectory: str | None = None
-    episode: Episode | None = Field(default=None, exclude=True)
-    """The episode itself, in this process only (``demos`` turns it into SFT rows)."""
-
-    @classmethod
-    def of(cls, e: Episode, policy: str, keep_episode: bool = False) -> EvalRow:
-        return cls(task=e.task.id, domain=e.task.domain, family=e.task.family, env=e.env, policy=policy,
-                   reward=e.reward, answer=e.answer, error=e.error, steps=e.steps, policy_calls=e.policy_calls,
-                   world_model_calls=e.world_model_calls, seconds=round(e.seconds, 3), trajectory=e.trajectory_id,
-                   episode=e if keep_episode else None)
+@contextmanager
+def _exits() -> Iterator[None]:
+    """A bad policy, world model or control file, or an eval folder of other settings: exit 2 with the reason."""
+    try:
+        yield
+    except (ValueError, KeyError, RuntimeError, OSError, SettingsChanged) as exc:
+        raise fail(str(exc), 2) from None
 
 
 def _summary(rows: list[EvalRow], title: str) -> Table:
@@ -142,36 +123,6 @@ def _summary(rows: list[EvalRow], title: str) -> Table:
     return table
 
 
-def _run(chosen: list[Task], env: str, policy_spec: str, world_model: str, max_steps: int, out: Path | None,
-         batch: int, seed: int, policy_options: dict, keep_episodes: bool = False,
-         world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None,
-         control: Path | None = None) -> list[EvalRow]:
-    """Episodes in batches; ``done`` gets each batch's rows as it finishes (so a long eval keeps its work)."""
-    from lwm.agent.loop import run_episodes, sim_world_model
-    from lwm.agent.policy import make_policy
-    from lwm.data.store import TrajectoryStore
-
-    if env not in ("sim", "real"):
-        raise fail(f"--env must be sim or real, not {env!r}", 2)
-    try:
-        policy = make_policy(policy_spec, chosen, **policy_options)
-        wm = sim_world_model(world_model, world_model_tokens) if env == "sim" else None
-        spec = ControlSpec.load(control) if control else None
-    except (ValueError, KeyError, RuntimeError, OSError) as exc:
-        raise fail(str(exc), 2) from None
-    store = TrajectoryStore(out) if out else None
-    rows = []
-    for start in range(0, len(chosen), batch):
-        with console.status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
-            episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
-                                    store=store, seed=seed + start, control=spec)
-        made = [EvalRow.of(e, policy.name, keep_episodes) for e in episodes]
-        if done:
-            done(made)
-        rows += made
-    return rows
-
-
 @agent_app.command("run")
 def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
             policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
@@ -183,8 +134,9 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
         chosen = get_task(task)
     except (UnknownTaskError, FileNotFoundError) as exc:
         raise fail(str(exc), 2) from None
-    row = _run([chosen], env, policy, world_model, max_steps, out, 1, seed, {},
-               world_model_tokens=world_model_tokens, control=control)[0]
+    with _exits():
+        row = run_tasks([chosen], env, policy, world_model, max_steps=max_steps, out=out, batch=1, seed=seed,
+                        world_model_tokens=world_model_tokens, control=control, status=console.status)[0]
     console.print_json(row.model_dump_json())
     if row.error:
         console.print(f"[yellow]episode ended with an error: {row.error}[/]")
@@ -211,29 +163,19 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
                 "temperature": temperature, "seed": seed, **({"world_model": world_model,
                 "world_model_tokens": world_model_tokens} if env == "sim" else {}),
                 "control": digest(control) if control else None}
-    results = _results(out, settings) if out else None
-    kept = {r.task: r for r in results.rows()} if results else {}
-    todo = [t for t in chosen if t.id not in kept]
-    if kept:
-        console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
-    made = iter(_run(todo, env, policy, world_model, max_steps, out, batch, seed,
-                     {"max_tokens": max_tokens, "temperature": temperature}, world_model_tokens=world_model_tokens,
-                     control=control,
-                     done=(lambda rows: [results.append(r) for r in rows]) if results else None)
-                if todo else [])
+    with _exits():
+        results = results_file(out, settings) if out else None
+        kept = {r.task: r for r in results.rows()} if results else {}
+        todo = [t for t in chosen if t.id not in kept]
+        if kept:
+            console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
+        made = iter(run_tasks(todo, env, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
+                              policy_options={"max_tokens": max_tokens, "temperature": temperature},
+                              world_model_tokens=world_model_tokens, control=control, status=console.status,
+                              done=(lambda rows: [results.append(r) for r in rows]) if results else None)
+                    if todo else [])
     rows = [kept[t.id] if t.id in kept else next(made) for t in chosen]
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
-
-
-def _results(out: Path, settings: dict) -> JsonlFile[EvalRow]:
-    """OUT/results.jsonl, its settings pinned in OUT/run.json: a rerun with other settings is refused,
-    since its episodes would be mixed with these."""
-    results = out / "results.jsonl"
-    try:
-        pin(out, "eval", settings, has_rows=holds_rows(results), way_out="use a new --out")
-    except SettingsChanged as exc:
-        raise fail(str(exc), 2) from None
-    return JsonlFile(results, EvalRow)
 
 
 @agent_app.command("compare")
@@ -297,8 +239,9 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
     small policy needs before RL (it must be able to call a tool at all)."""
     from lwm.agent.train import demonstrations
 
-    rows = _run(tasks(domain, "train", family or ())[:limit], "real", "expert", DEFAULT_SPEC, 8, record, 8, 0, {},
-                keep_episodes=True)
+    with _exits():
+        rows = run_tasks(tasks(domain, "train", family or ())[:limit], "real", "expert", out=record,
+                         keep_episodes=True, status=console.status)
     kept = demonstrations([r.episode for r in rows if r.episode])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:
