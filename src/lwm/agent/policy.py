@@ -204,14 +204,16 @@ class ReaderPolicy:
         return out
 
 
-def make_policy(spec: str, tasks: Sequence[Task] = (), *, max_tokens: int = 160, temperature: float = 0.0) -> Any:
-    """``expert`` (the scripted experts of ``tasks``), ``reader`` (searches like the expert, copies what it
-    sees), ``hf:DIR`` (a local HF model or LoRA folder, batched in
-    this process) or any model spec (``embedded``, ``openai:NAME`` ...); greedy by default."""
+def make_policy(spec: str, tasks: Sequence[Task] = (), *, max_tokens: int = 160, temperature: float = 0.0,
+                seed: int | None = 0, **backend_options: Any) -> Any:
+    """The one reading of a policy spec: ``expert`` (the scripted experts of ``tasks``), ``reader`` (searches
+    like the expert, copies what it sees), ``hf:DIR`` (a local HF model or LoRA folder, batched in this process)
+    or any model spec (``embedded``, ``openai:NAME`` ..., with ``seed`` and ``backend_options``); greedy by
+    default."""
     if spec == "expert":
         return ExpertPolicy(tasks)
     if spec == "reader":
         return ReaderPolicy(tasks)
     if spec.startswith("hf:"):
         return LocalPolicy.load(spec.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature)
-    return ModelPolicy(spec, max_tokens=max_tokens, temperature=temperature)
+    return ModelPolicy(spec, max_tokens=max_tokens, temperature=temperature, seed=seed, **backend_options)

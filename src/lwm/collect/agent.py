@@ -27,8 +27,7 @@ class AgentPolicy:
     def __init__(self, domain: str, model: str, *, history: int = 4, temperature: float = 0.7,
                  max_tokens: int = 512, mistake_rate: float = 0.0, **backend_options: Any):
         self.domain = domain
-        self.model = make_policy(model, max_tokens=max_tokens, temperature=temperature) if model.startswith("hf:") \
-            else ModelPolicy(model, temperature=temperature, max_tokens=max_tokens, seed=None, **backend_options)
+        self.model = make_policy(model, max_tokens=max_tokens, temperature=temperature, seed=None, **backend_options)
         self.name = f"llm-agent:{self.model.name}"
         self.history_size = history
         self.fallback = get("explorer", domain)(mistake_rate=mistake_rate)
