@@ -3,7 +3,6 @@
 import pytest
 
 from lwm.bench.rules import DIMENSIONS, rule_scores
-from lwm.volatile import mask
 
 
 def test_an_exact_answer_scores_five_everywhere():
@@ -12,10 +11,8 @@ def test_an_exact_answer_scores_five_everywhere():
 
 
 def test_volatile_values_are_masked_before_comparing():
-    assert mask("pid 12345 at 2026-12-03T08:51:19Z id 3f2a9c1b") == "pid <num> at <datetime> id <hex>"
     a = rule_scores("started 2026-12-03 10:00:01 pid 4242", "started 2025-01-01 09:59:59 pid 9999")
     assert a["exact"] == 1.0 and a["total_score"] == 5.0
-    assert mask("deadbeef") == "deadbeef"  # an all-letter word is kept
 
 
 def test_format_for_json_is_validity_plus_key_overlap():
