@@ -62,3 +62,10 @@ def test_another_seed_into_the_same_folder_is_refused(tmp_path):
         plan("terminal", 2, 3, 5, tmp_path)
     assert plan("terminal", 2, 3, 0, tmp_path)[1] == 1  # the same seed resumes
     assert plan("terminal", 2, 3, 5, tmp_path, tag="other")[1] == 0  # another part of a preset is its own stage
+
+
+def test_an_environment_that_cannot_start_is_one_clear_error_before_any_episode():
+    from lwm.collect.runner import EnvironmentStartError, preflight
+
+    with pytest.raises(EnvironmentStartError, match=r"cannot start the mcp environment \(preset=nope\)"):
+        preflight("mcp", {"preset": "nope"})

@@ -13,7 +13,8 @@ from lwm.cli import options as o
 from lwm.cli.common import fail
 from lwm.collect import EpisodeResult, plan, run
 from lwm.collect.presets import PRESETS, plan_preset
-from lwm.registry import get, names
+from lwm.collect.runner import EnvironmentStartError, preflight
+from lwm.registry import names
 
 
 def collect(
@@ -54,23 +55,11 @@ def collect(
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     if todo:
-        _preflight(domain, options)
+        try:
+            preflight(domain, options)
+        except EnvironmentStartError as exc:
+            raise fail(str(exc), 2) from None
     _run(console, todo, skipped, workers, out, domain, executor)
-
-
-def _preflight(domain: str, options: dict) -> None:
-    """Start the environment once before the episodes, so a mistake in its options (an unknown preset, a
-    missing project, no server) is one line and exit 2, not a failed episode per episode."""
-    env = None
-    try:
-        env = get("env", domain)(**options)
-        env.reset(seed=0)
-    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
-        shown = " ".join(f"{k}={v}" for k, v in options.items()) or "no options"
-        raise fail(f"cannot start the {domain} environment ({shown}): {type(exc).__name__}: {exc}", 2) from None
-    finally:
-        if env is not None:
-            env.close()
 
 
 def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, label: str, executor: str) -> None:

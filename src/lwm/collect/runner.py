@@ -108,6 +108,26 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
             close()
 
 
+class EnvironmentStartError(RuntimeError):
+    """The environment does not start with these options (say which, and why)."""
+
+
+def preflight(domain: str, options: dict[str, Any]) -> None:
+    """Start the environment once before the episodes, so a mistake in its options (an unknown preset, a
+    missing project, no server) is one clear error, not a failed episode per episode."""
+    env = None
+    try:
+        env = get("env", domain)(**options)
+        env.reset(seed=0)
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+        shown = " ".join(f"{k}={v}" for k, v in options.items()) or "no options"
+        raise EnvironmentStartError(f"cannot start the {domain} environment ({shown}): "
+                                    f"{type(exc).__name__}: {exc}") from None
+    finally:
+        if env is not None:
+            env.close()
+
+
 def plan(domain: str, episodes: int, max_steps: int, seed: int, out: str | Path,
          env_options: dict[str, Any] | None = None, mistake_rate: float = 0.15, tag: str = "",
          policy: str = "explorer", policy_options: dict[str, Any] | None = None) -> tuple[list[EpisodeSpec], int]:
