@@ -15,12 +15,20 @@ import ast
 import json
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
 from lwm.prompts import PromptSet
 from lwm.types import Action, Context, JSONValue, Trajectory
+
+
+@cache
+def _prompts_beside(cls: type) -> Path | None:
+    module = sys.modules.get(cls.__module__)
+    folder = Path(module.__file__).parent / "prompts" if module and module.__file__ else None
+    return folder if folder and (folder / cls.name).is_dir() else None
 
 
 class ActionError(ValueError):
@@ -49,10 +57,8 @@ class Domain:
     @classmethod
     def prompts_root(cls) -> Path | None:
         """The ``prompts/`` folder beside the domain's module, if it has ``<name>/`` templates; else None
-        (lwm's own)."""
-        module = sys.modules.get(cls.__module__)
-        folder = Path(module.__file__).parent / "prompts" if module and module.__file__ else None
-        return folder if folder and (folder / cls.name).is_dir() else None
+        (lwm's own). Looked up once per class: every simulated step builds a system prompt."""
+        return _prompts_beside(cls)
 
     def source(self, trajectory: Trajectory) -> str | None:
         """The environment ``trajectory`` came from, read from what this domain records; None: the
