@@ -75,15 +75,16 @@ class Episode:
     invalid: int = 0
 
 
-def system_prompt(task: Task, tools: list[dict[str, Any]]) -> str:
-    domain = get_domain(task.domain)
-    if domain.action_language == "json" and task.domain != "terminal":
+def system_prompt(domain_name: str, instruction: str, tools: list[dict[str, Any]]) -> str:
+    """What the policy is told: its environment, the instruction, the action format and the tools."""
+    domain = get_domain(domain_name)
+    if domain.action_language == "json" and domain_name != "terminal":
         how = ('Reply with exactly one tool call as JSON in a ```json block: {"name": <tool>, "arguments": {...}}.')
     else:
         how = ("Reply with exactly one action in a ```json block: a list of keystrokes such as "
                f"{json.dumps(domain.example_action)}, or a final_answer call.")
     return "\n\n".join([
-        f"You are an agent working in a {domain.title} environment.", f"Task: {task.instruction}", how,
+        f"You are an agent working in a {domain.title} environment.", f"Task: {instruction}", how,
         f'When the task is done, call {FINAL}: {{"name": "{FINAL}", "arguments": {{"answer": "..."}}}}.',
         "Tools:\n" + render_tools([*tools, FINAL_TOOL], compact=True)])
 
@@ -102,12 +103,12 @@ def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) 
     return ModelOptions(model, max_tokens=max_tokens).world_model()
 
 
-def parse_reply(reply: str, task: Task) -> Action | str:
+def parse_reply(reply: str, domain: str) -> Action | str:
     """The action a reply asks for, or the final answer (a str); raises ActionError."""
     blocks = FENCE.findall(reply)
     text = (blocks[-1] if blocks else reply).strip()
     answer = final_answer(text)
-    return answer if answer is not None else get_domain(task.domain).action_from_text(text)
+    return answer if answer is not None else get_domain(domain).action_from_text(text)
 
 
 def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) -> TextEnv:
@@ -173,8 +174,8 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
             obs, _ = recorded.reset(seed=seed + i)
             episode.trajectory_id = recorded.trajectory.id if recorded.trajectory else None
             first = f"{episode.task.instruction}\n\nObservation:\n{observation_view(episode.task.domain, obs)}"
-            episode.messages = [{"role": "system", "content": system_prompt(episode.task, _tools(recorded))},
-                                {"role": "user", "content": first}]
+            told = system_prompt(episode.task.domain, episode.task.instruction, _tools(recorded))
+            episode.messages = [{"role": "system", "content": told}, {"role": "user", "content": first}]
         except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the batch
             episode.error, episode.done = f"environment did not start: {type(exc).__name__}: {exc}", True
 
@@ -183,7 +184,7 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
         assert recorded is not None
         episode.messages.append({"role": "assistant", "content": reply})
         try:
-            parsed = parse_reply(reply, episode.task)
+            parsed = parse_reply(reply, episode.task.domain)
         except ActionError as exc:
             episode.invalid += 1
             if episode.invalid >= MAX_INVALID:

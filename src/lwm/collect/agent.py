@@ -15,7 +15,6 @@ from typing import Any
 
 from lwm.agent.loop import observation_view, parse_reply, system_prompt
 from lwm.agent.policy import ModelPolicy, make_policy
-from lwm.agent.tasks import Check, Task
 from lwm.domains import ActionError
 from lwm.registry import get
 from lwm.types import Context
@@ -36,9 +35,8 @@ class AgentPolicy:
         self.messages: list[dict[str, str]] = []
 
     def start(self, rng: random.Random, context: Context, observation: str) -> None:
-        self.task = Task(id=f"collect/{self.domain}", domain=self.domain, family="explore", split="train",
-                         instruction=context.task or EXPLORE, context=context, check=Check(kind="table"))
-        self.messages = [{"role": "system", "content": system_prompt(self.task, context.tools)}]
+        self.messages = [{"role": "system", "content": system_prompt(self.domain, context.task or EXPLORE,
+                                                                     context.tools)}]
         seed = rng.randrange(2**31)
         if isinstance(self.model, ModelPolicy):
             self.model.config = self.model.config.model_copy(update={"seed": seed})
@@ -53,7 +51,7 @@ class AgentPolicy:
         recent = self.messages[0:1] + self.messages[1:][-(2 * self.history_size + 1):]
         reply = self.model.act([recent])[0]
         try:
-            parsed = parse_reply(reply, self.task)
+            parsed = parse_reply(reply, self.domain)
             if isinstance(parsed, str):
                 raise ActionError("a final answer ends nothing while collecting")
             action = parsed.content
