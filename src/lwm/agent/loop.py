@@ -239,11 +239,7 @@ def _finish(episode: Episode, recorded: RecordTrajectory | None, store: Trajecto
             except Exception as exc:  # noqa: BLE001 - a checker that crashes gives 0, recorded
                 episode.error, episode.reward = f"checker failed: {type(exc).__name__}: {exc}", 0.0
         if recorded.trajectory is not None:
-            extra = {**recorded.trajectory.provenance.extra, "reward": episode.reward, "answer": episode.answer,
-                     "error": episode.error}
-            recorded.trajectory = recorded.trajectory.model_copy(update={
-                "provenance": recorded.trajectory.provenance.model_copy(update={"extra": extra})})
-            recorded.finish()
+            recorded.finish({"reward": episode.reward, "answer": episode.answer, "error": episode.error})
     finally:
         close_env(recorded)
 

@@ -58,10 +58,15 @@ class RecordTrajectory(gym.Wrapper):
             self.finish()
         return obs, reward, terminated, truncated, info
 
-    def finish(self) -> Trajectory:
-        """End the episode here: store it (once). Called by ``step`` when the episode ends."""
+    def finish(self, extra: dict[str, Any] | None = None) -> Trajectory:
+        """End the episode here: store it (once), with ``extra`` added to its provenance (a task's reward and
+        answer). Called by ``step`` when the episode ends."""
         if self.trajectory is None:
             raise gym.error.ResetNeeded("no episode to finish")
+        if extra:
+            provenance = self.trajectory.provenance
+            self.trajectory = self.trajectory.model_copy(update={"provenance": provenance.model_copy(
+                update={"extra": {**provenance.extra, **extra}})})
         if self.store is not None and not self.stored:
             self.store.append(self.trajectory)
             self.stored = True

@@ -26,14 +26,13 @@ from lwm.envs.control import Control, ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
 from lwm.model_options import ModelOptions
+from lwm.registry import get, names
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 
 
 def gym_names() -> dict[str, str]:
     """Domain -> the name in its Gymnasium ids (``lwm/<Name>-v0``), for lwm's domains and plugins' alike."""
-    from lwm.registry import get, names
-
     return {domain: get("domain", domain).gym_name() for domain in names("domain")}
 
 
@@ -67,8 +66,6 @@ def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel 
 def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | None = None,
               control: ControlSpec | str | Path | None = None, **options: Any) -> gym.Env:
     """The real ``domain`` (sandboxed where it runs programs); ``options`` as ``lwm collect --env-option``."""
-    from lwm.registry import get
-
     return wrap(get("env", domain)(**options), store, max_turns, control)
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.checks import check, final_answer
 from lwm.agent.loop import close_env, make_env
+from lwm.agent.task_env import TaskEnv
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
@@ -92,8 +92,8 @@ class Session:
         self.lock = threading.Lock()
         self.id = uuid.uuid4().hex[:12]
         self.env: RecordTrajectory | None = None
-        self.shown: list[str] = []
-        """The episode's observations as the client got them (what an ``observed`` check reads)."""
+        self.stepper: gym.Env | None = None
+        """What a step goes through: the recorder, or for a task the task's checker around it (``TaskEnv``)."""
         self.task: Task | None = None
         self.last_used = time.monotonic()
         self.steps = 0
@@ -134,8 +134,8 @@ class Session:
             provenance["control"] = self.config.control.model_dump(exclude_defaults=True)
         self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.control,
                         record=True, provenance=provenance)
-        observation, info = self.env.reset(seed=seed)
-        self.shown = [observation]
+        self.stepper = TaskEnv(self.env, self.task) if self.task is not None else self.env
+        observation, info = self.stepper.reset(seed=seed)
         self.steps, self.done = 0, False
         self.last_used = time.monotonic()
         return StepResult(observation, info={**info, "session": self.id, "mode": self.config.mode})
@@ -146,27 +146,17 @@ class Session:
             raise gym.error.ResetNeeded("reset the session before stepping" if self.env is None
                                         else "the episode has ended: reset to start another")
         self.last_used = time.monotonic()
-        answer = final_answer(action) if self.task is not None else None
-        if answer is not None:
-            return self._finish(answer)
-        observation, rew, terminated, truncated, info = self.env.step(
+        assert self.stepper is not None
+        observation, rew, terminated, truncated, info = self.stepper.step(
             action if isinstance(action, str) else json.dumps(action))
+        if self.task is not None and "answer" in info:  # the task's final answer: recorded with its reward
+            self.env.finish({"reward": rew, "answer": info["answer"]})
+            self.done = True
+            return StepResult(observation, rew, True, False,
+                              {"mode": self.config.mode, "answer": info["answer"], "task": self.task.id})
         self.steps += 1
-        self.shown.append(observation)
         self.done = terminated or truncated
         return StepResult(observation, float(rew), terminated, truncated, {**info, "mode": self.config.mode})
-
-    def _finish(self, answer: str) -> StepResult:
-        """The task checker's reward on ``answer``; the episode is recorded with it."""
-        assert self.env is not None and self.task is not None
-        value, _ = check(self.task, answer, self.shown, self.env)
-        trajectory = self.env.trajectory
-        self.env.trajectory = trajectory.model_copy(update={"provenance": trajectory.provenance.model_copy(
-            update={"extra": {**trajectory.provenance.extra, "reward": value, "answer": answer}})})
-        self.env.finish()
-        self.done = True
-        return StepResult(f"Episode finished: reward {value:.3f}", value, True, False,
-                          {"mode": self.config.mode, "answer": answer, "task": self.task.id})
 
     def state(self) -> dict[str, Any]:
         trajectory = self.env.trajectory if self.env is not None else None
@@ -179,7 +169,7 @@ class Session:
         """Close the episode's environment; an unfinished episode is recorded as far as it got."""
         if self.env is None:
             return
-        env, self.env = self.env, None
+        env, self.env, self.stepper = self.env, None, None
         try:
             if env.trajectory is not None and env.trajectory.turns and not env.stored:
                 env.finish()
