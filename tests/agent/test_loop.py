@@ -6,7 +6,7 @@ import random
 import pytest
 from typer.testing import CliRunner
 
-from lwm.agent import loop
+from lwm.agent import task_env
 from lwm.agent.loop import run_episodes
 from lwm.agent.policy import ExpertPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies
 from lwm.agent.search_suite import base_family, pymodules, signals, syscalls
@@ -104,7 +104,7 @@ def test_the_experts_searches_show_every_gold_cell(tmp_path, family):
     ones that find each row's page (a lookup family's expert once sent the signal(7) query for every task)."""
     task = tasks("search", "train", [family])[0]
     store = TrajectoryStore(tmp_path)
-    run_episodes([task], ExpertPolicy([task]), "real", store=store)
+    run_episodes([task], ExpertPolicy(), "real", store=store)
     seen = " ".join(turn.observation.content for turn in next(iter(store)).turns)
     for row in task.check.gold:
         assert all(row[column] in seen for column in task.check.columns), (task.id, row)
@@ -116,7 +116,7 @@ def test_the_experts_searches_show_every_gold_cell(tmp_path, family):
 def test_a_scripted_agent_solves_a_task_in_the_real_environment_and_is_recorded(tmp_path, domain):
     task = get_task(TASKS[domain])
     store = TrajectoryStore(tmp_path)
-    [episode] = run_episodes([task], ExpertPolicy([task]), "real", store=store)
+    [episode] = run_episodes([task], ExpertPolicy(), "real", store=store)
     assert episode.error is None and episode.reward == 1.0
     [trajectory] = list(store)
     assert trajectory.provenance.source == "real" and trajectory.provenance.extra["task"] == task.id
@@ -130,7 +130,7 @@ def test_the_same_loop_runs_in_the_simulator(tmp_path, domain):
     check = " ".join(task.check.expect) or "x"
     backend = MockBackend(lambda m: f"<predicted_observation>ok {check}</predicted_observation>")
     store = TrajectoryStore(tmp_path)
-    [episode] = run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(backend, cache=False),
+    [episode] = run_episodes([task], ExpertPolicy(), "sim", world_model=WorldModel(backend, cache=False),
                              store=store)
     assert episode.error is None and episode.steps == len(expert_replies(task)) - 1
     assert episode.world_model_calls == episode.steps + (task.check.kind == "state")  # a simulated checker call
@@ -154,18 +154,18 @@ def test_a_world_model_that_times_out_ends_that_episode_only():
     with ScriptedServer(latency=2.0) as server:
         wm = WorldModel(f"openai:slow?base_url={server.base_url}&timeout=0.3&max_retries=0", cache=False)
         good = get_task("search/syscall-0004")
-        episodes = run_episodes([task, good], ExpertPolicy([task, good]), "sim", world_model=wm)
+        episodes = run_episodes([task, good], ExpertPolicy(), "sim", world_model=wm)
     assert all(e.error and e.error.startswith("step failed: BackendError") and e.reward == 0.0 for e in episodes)
 
 
 def test_a_checker_that_crashes_gives_zero_and_says_so(monkeypatch):
     task = get_task("search/syscall-0004")
 
-    def broken(episode, env):
+    def broken(task, answer, shown, env):
         raise RuntimeError("checker bug")
 
-    monkeypatch.setattr(loop, "reward", broken)
-    [episode] = run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(MockBackend(), cache=False))
+    monkeypatch.setattr(task_env, "check", broken)
+    [episode] = run_episodes([task], ExpertPolicy(), "sim", world_model=WorldModel(MockBackend(), cache=False))
     assert episode.reward == 0.0 and episode.error == "checker failed: RuntimeError: checker bug"
 
 
@@ -208,7 +208,7 @@ def test_the_simulator_writes_no_more_than_the_policy_reads():
 
     backend.generate = generate
     task = get_task(TASKS["search"])
-    run_episodes([task], ExpertPolicy([task]), "sim", world_model=loop.sim_world_model(backend, 300))
+    run_episodes([task], ExpertPolicy(), "sim", world_model=task_env.sim_world_model(backend, 300))
     assert seen and set(seen) == {300}
 
 
@@ -224,7 +224,7 @@ def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_reco
 
     task = get_task("terminal/count-lines-0000")
     store = TrajectoryStore(tmp_path)
-    run_episodes([task], ExpertPolicy([task]), "sim", world_model=WorldModel(MockBackend(), cache=False), store=store)
+    run_episodes([task], ExpertPolicy(), "sim", world_model=WorldModel(MockBackend(), cache=False), store=store)
     [trajectory] = list(store)
     seen = []
 
@@ -240,23 +240,23 @@ def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_reco
 def test_an_environment_that_does_not_start_or_a_policy_that_fails_ends_its_episodes_only(monkeypatch):
     task, other = get_task("search/signal-0001"), get_task("search/syscall-0004")
     wm = WorldModel(MockBackend(), cache=False)
-    real_make_env = loop.make_env
+    real_make_env = task_env.make_env
 
     def make_env(t, env, world_model=None):
         if t.id == task.id:
             raise OSError("no sandbox")
         return real_make_env(t, env, world_model)
 
-    monkeypatch.setattr(loop, "make_env", make_env)
-    broken, fine = run_episodes([task, other], ExpertPolicy([task, other]), "sim", world_model=wm)
+    monkeypatch.setattr(task_env, "make_env", make_env)
+    broken, fine = run_episodes([task, other], ExpertPolicy(), "sim", world_model=wm)
     assert broken.error == "environment did not start: OSError: no sandbox" and broken.reward == 0.0
     assert fine.error is None and fine.reward == 1.0
-    monkeypatch.setattr(loop, "make_env", real_make_env)
+    monkeypatch.setattr(task_env, "make_env", real_make_env)
 
     class Failing:
         name = "failing"
 
-        def act(self, conversations):
+        def act(self, episodes):
             raise TimeoutError("policy server gone")
 
     [episode] = run_episodes([other], Failing(), "sim", world_model=wm)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from lwm.agent.checks import check, final_answer
+from lwm.agent.loop import Episode
 from lwm.agent.policy import ExpertPolicy, ModelPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies, make_policy
 from lwm.agent.tasks import get_task, tasks
 
@@ -13,7 +14,7 @@ def test_scripted_replies_follow_each_conversations_turn():
     policy = ScriptedPolicy(["first", "second"])
     one = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     two = [*one, {"role": "assistant", "content": "first"}, {"role": "user", "content": "u2"}]
-    assert policy.act([one, two]) == ["first", "second"]
+    assert policy.act([Episode(None, messages=one), Episode(None, messages=two)]) == ["first", "second"]
 
 
 def test_the_experts_answer_is_right_by_the_tasks_own_table_check():
@@ -24,11 +25,13 @@ def test_the_experts_answer_is_right_by_the_tasks_own_table_check():
     assert check(task, answer, [], env=None)[0] == 1.0
 
 
-def test_the_expert_finds_its_task_by_the_instruction_in_the_system_prompt():
+def test_the_expert_acts_on_each_episodes_own_task():
     chosen = [get_task("mcp/memory-relation-0000"), get_task("search/syscall-0004")]
-    conversation = [{"role": "system", "content": f"You are an agent.\n\nTask: {chosen[1].instruction}\n\nTools: ..."},
-                    {"role": "user", "content": "start"}]
-    assert ExpertPolicy(chosen).act([conversation]) == [expert_replies(chosen[1])[0]]
+    conversation = [{"role": "system", "content": "You are an agent.\n\nTools: ..."}, {"role": "user", "content": "start"}]
+    episodes = [Episode(task, messages=list(conversation)) for task in chosen]
+    assert ExpertPolicy().act(episodes) == [expert_replies(chosen[0])[0], expert_replies(chosen[1])[0]]
+    with pytest.raises(ValueError, match="acts on tasks"):
+        ExpertPolicy().act([Episode(None, domain="search")])
 
 
 def test_specs_make_the_right_policy_and_the_reader_refuses_what_it_cannot_read():

@@ -38,7 +38,7 @@ def test_the_experts_actions_through_gym_make_earn_the_loops_reward(tmp_path, ta
         assert reward == 0.0 and not terminated
     observation, reward, terminated, truncated, info = env.step(answer)
     env.close()
-    [episode] = run_episodes([task], ExpertPolicy([task]), "real")
+    [episode] = run_episodes([task], ExpertPolicy(), "real")
     assert (reward, terminated, truncated) == (episode.reward, True, False) == (1.0, True, False)
     assert info["answer"] == final_answer(answer) and observation == "Episode finished: reward 1.000"
     if task.check.kind == "state":
@@ -90,8 +90,8 @@ def test_the_loop_perturbs_every_episode_its_own_way_and_checks_the_state_unpert
     spec.write_text("perturbations:\n  - error: {rate: 1.0, kinds: [server_error]}\n")
     chosen = tasks("mcp", "train", ["memory-entity"])[:2]
     store = TrajectoryStore(tmp_path / "store")
-    faulty = run_episodes(chosen, ExpertPolicy(chosen), "real", control=spec, store=store)
-    clean = run_episodes(chosen, ExpertPolicy(chosen), "real")
+    faulty = run_episodes(chosen, ExpertPolicy(), "real", control=spec, store=store)
+    clean = run_episodes(chosen, ExpertPolicy(), "real")
     assert [e.reward for e in clean] == [1.0, 1.0] and [e.reward for e in faulty] == [0.0, 0.0]
     assert all(e.error is None and "error" not in (e.check_observation or "").lower()[:40] for e in faulty)
     recorded = list(store)

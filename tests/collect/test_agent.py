@@ -1,9 +1,8 @@
 """The LLM agent policy, through the real scripted OpenAI-compatible server and a real terminal."""
 
-import random
-
 from typer.testing import CliRunner
 
+from lwm.agent.loop import Episode, parse_reply, system_prompt
 from lwm.cli import app
 from lwm.collect.agent import AgentPolicy
 from lwm.data import read_trajectories
@@ -16,13 +15,29 @@ ANSWERS = ["I will list the files.\n```json\n[{\"keystrokes\": \"ls -la\\n\", \"
            "```json\n[{\"keystrokes\": \"echo agent > a.txt && cat a.txt\\n\", \"duration\": 0.3}]\n```"]
 
 
+def exploring(observation: str, seed: int = 0) -> Episode:
+    """An exploring episode as the loop starts it, with the task "make a file"."""
+    context = Context(task="make a file")
+    return Episode(None, domain="terminal", seed=seed, context=context, observation=observation, messages=[
+        {"role": "system", "content": system_prompt("terminal", "make a file", [])},
+        {"role": "user", "content": observation}])
+
+
+def step(agent: AgentPolicy, episode: Episode, observation: str) -> object:
+    """The agent's next action in ``episode``, the loop's way: its reply, then the observation that follows."""
+    reply = agent.act([episode])[0]
+    episode.messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": observation}]
+    episode.observation = observation
+    return parse_reply(reply, "terminal").content
+
+
 def test_agent_parses_fenced_actions_and_falls_back_on_nonsense():
     with ScriptedServer(ANSWERS) as server:
         agent = AgentPolicy("terminal", "openai:scripted", base_url=server.base_url)
-        agent.start(random.Random(0), Context(task="make a file"), "user@sandbox:~$")
-        first = agent.act("user@sandbox:~$")
-        second = agent.act("user@sandbox:~$ ls -la\ntotal 0\nuser@sandbox:~$")
-        third = agent.act("user@sandbox:~$")
+        episode = exploring("user@sandbox:~$")
+        first = step(agent, episode, "user@sandbox:~$ ls -la\ntotal 0\nuser@sandbox:~$")
+        second = step(agent, episode, "user@sandbox:~$")
+        third = step(agent, episode, "user@sandbox:~$")
         sent = server.requests[-1]["messages"]
     assert first == [{"keystrokes": "ls -la\n", "duration": 0.3}]
     assert isinstance(second, list) and agent.fallbacks == 1  # the heuristic explorer stepped in
@@ -49,11 +64,10 @@ def test_collect_with_an_agent_policy(tmp_path):
 def test_a_local_model_agent_samples_reproducibly_per_episode_and_its_nonsense_falls_back(tiny_model_dir):
     def first_reply(seed: int) -> str:
         agent = AgentPolicy("terminal", f"hf:{tiny_model_dir}", max_tokens=12, temperature=1.0)
-        agent.start(random.Random(seed), Context(task="make a file"), "user@sandbox:~$")
-        return agent.model.act([[{"role": "user", "content": "user@sandbox:~$"}]])[0]
+        agent._seed(exploring("user@sandbox:~$", seed))
+        return agent.model.reply([[{"role": "user", "content": "user@sandbox:~$"}]])[0]
 
     assert first_reply(7) == first_reply(7) != first_reply(8)  # sampled, seeded by the episode
     agent = AgentPolicy("terminal", f"hf:{tiny_model_dir}", max_tokens=12)
-    agent.start(random.Random(7), Context(task="make a file"), "user@sandbox:~$")
-    action = agent.act("user@sandbox:~$")  # a random tiny model writes no action: the explorer acts
+    action = step(agent, exploring("user@sandbox:~$", 7), "")  # a random tiny model writes no action: the explorer
     assert action and agent.name == f"llm-agent:hf:{tiny_model_dir}" and (agent.acted, agent.fallbacks) == (0, 1)

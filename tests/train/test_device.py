@@ -80,7 +80,7 @@ def test_a_policys_model_goes_to_the_best_device_and_its_inputs_follow_it(tiny_m
     policy = LocalPolicy.load(str(tiny_model_dir), max_new_tokens=3)
     assert policy.model.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
     policy.model = OnAnotherDevice()
-    policy.act([[{"role": "user", "content": "ls"}], [{"role": "user", "content": "pwd -P"}]])
+    policy.reply([[{"role": "user", "content": "ls"}], [{"role": "user", "content": "pwd -P"}]])
     assert policy.model.inputs_on == {"meta"}
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode, run_episodes, sim_world_model
+from lwm.agent.loop import Episode, run_episodes
 from lwm.agent.policy import make_policy
+from lwm.agent.task_env import WORLD_MODEL_TOKENS, sim_world_model
 from lwm.agent.tasks import Task
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.jsonl import JsonlFile

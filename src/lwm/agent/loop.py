@@ -1,5 +1,6 @@
-"""The one agent loop: a policy acts with a domain's tools on a task, in the simulator or the real
-environment, with the same code; episodes of a batch advance in lockstep (one batched policy call
+"""The one episode loop: a policy acts in environments, in the simulator or the real ones, with the same code,
+for ``lwm agent run|eval|train`` (a task per episode, rewarded by its checker) and for ``lwm collect`` (an
+explorer or an LLM agent exploring, no task). Episodes of a batch advance in lockstep (one batched policy call
 per step, environment steps in parallel threads), each recorded in the usual trajectory store.
 
 The policy sees a system prompt (the task, the tools, the action format), then the environment's
@@ -14,53 +15,56 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
+
+import gymnasium as gym
 
 from lwm.agent.checks import FINAL, check, final_answer
-from lwm.agent.tasks import Task, task_context
-from lwm.backends import Backend, GenerateConfig, Message
+from lwm.agent.task_env import EnvKind, close_env, make_task_env, recorder
+from lwm.agent.tasks import Task
+from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
 from lwm.domains import ActionError, get_domain
 from lwm.domains.base import render_tools
-from lwm.envs import RecordTrajectory, SimEnv, TextEnv
-from lwm.envs.control import ControlSpec, apply_control
-from lwm.model_options import ModelOptions
-from lwm.registry import get
-from lwm.types import Action
+from lwm.envs import SimEnv
+from lwm.envs.control import ControlSpec
+from lwm.types import Action, Context
 from lwm.worldmodel import WorldModel
 
-EnvKind = Literal["sim", "real"]
 FINAL_TOOL = {"name": FINAL, "description": "Finish the task and give your answer (for table tasks, the table).",
               "inputSchema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}}
 OBSERVATION_CHARS = 1200
 """How much of each observation the policy reads (the trajectory keeps it whole)."""
-WORLD_MODEL_TOKENS = 512
-"""Most tokens the world model writes per simulated observation: the policy reads only the first or last
-``OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time spent on text nobody reads."""
 MAX_INVALID = 3
 FENCE = re.compile(r"```(?:json|python|py)?\s*\n(.*?)```", re.DOTALL)
+EXPLORE = "explore the environment the way a real user would, with varied actions."
+"""The instruction of an episode without a task (collection)."""
 
 
-class Policy(Protocol):
-    name: str
-
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
-        """One reply per conversation (a batch: one call per lockstep step)."""
-        ...
-
-
-@dataclass
+@dataclass(eq=False)
 class Episode:
-    task: Task
-    env: EnvKind
+    """One episode as the loop runs it: what the policy has been told and has replied (``messages``, its history,
+    held here once; the environment keeps the trajectory), and how it ended."""
+
+    task: Task | None
+    """The task, or None for an exploring episode (collection)."""
+    env: EnvKind = "real"
+    domain: str = ""
+    seed: int | None = None
+    """The episode's seed: the environment's reset (and its control's perturbations), a policy's sampling."""
     messages: list[Message] = field(default_factory=list)
+    observation: str = ""
+    """The latest observation, whole (``messages`` hold what the policy reads of it)."""
+    context: Context | None = None
+    """The environment's context (tools, task), once it has started."""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """What a policy keeps about this episode between its turns (an explorer's state)."""
     answer: str | None = None
     reward: float = 0.0
     error: str | None = None
@@ -73,6 +77,27 @@ class Episode:
     check_observation: str | None = None
     done: bool = False
     invalid: int = 0
+
+    def __post_init__(self) -> None:
+        self.domain = self.domain or (self.task.domain if self.task is not None else "")
+
+    @property
+    def instruction(self) -> str:
+        if self.task is not None:
+            return self.task.instruction
+        return (self.context.task if self.context is not None else None) or EXPLORE
+
+
+class Policy(Protocol):
+    """Anything that acts: a model (any backend, or the one being trained), a scripted expert, an explorer."""
+
+    name: str
+
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
+        """One reply per episode (a batch: one call per lockstep step). An episode's conversation so far is its
+        ``messages``, its latest observation whole its ``observation``, its task (None while exploring) its
+        ``task``."""
+        ...
 
 
 def system_prompt(domain_name: str, instruction: str, tools: list[dict[str, Any]]) -> str:
@@ -95,14 +120,6 @@ def observation_view(domain: str, observation: str) -> str:
     return text or "(empty)"
 
 
-def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) -> WorldModel:
-    """The world model that plays the environment in ``--env sim`` (a spec or a backend), its answers capped
-    at ``max_tokens``."""
-    if not isinstance(model, str):
-        return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
-    return ModelOptions(model, max_tokens=max_tokens).world_model()
-
-
 def parse_reply(reply: str, domain: str) -> Action | str:
     """The action a reply asks for, or the final answer (a str); raises ActionError."""
     blocks = FENCE.findall(reply)
@@ -111,80 +128,40 @@ def parse_reply(reply: str, domain: str) -> Action | str:
     return answer if answer is not None else get_domain(domain).action_from_text(text)
 
 
-def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) -> TextEnv:
-    """The task's environment: the world model playing it (``sim``) or the real one (``real``)."""
-    context = task_context(task)
-    if task.files:
-        context = context.model_copy(update={"extra": {**context.extra, "files in the home folder": task.files}})
-    if env == "sim":
-        if world_model is None:
-            raise ValueError("--env sim needs a world model")
-        return SimEnv(world_model, task.domain, context)
-    options = dict(task.env_options)
-    if task.domain == "terminal":
-        home = Path(tempfile.mkdtemp(prefix="lwm-task-"))
-        for name, text in task.files.items():
-            (home / name).parent.mkdir(parents=True, exist_ok=True)
-            (home / name).write_text(text)
-        options["workdir"] = home
-    real = get("env", task.domain)(context=task.context, **options)
-    real._task_home = options.get("workdir")  # removed with the episode (close_env)
-    return real
+def action_reply(content: Any, domain: str) -> str:
+    """The reply that asks for ``content`` (an action in the domain's format), as ``parse_reply`` reads it."""
+    return get_domain(domain).fenced(Action(content=content))
 
 
-def close_env(env: Any) -> None:
-    try:
-        env.close()
-    finally:
-        home = getattr(env.unwrapped, "_task_home", None)
-        if home:
-            shutil.rmtree(home, ignore_errors=True)
-
-
-def reward(episode: Episode, env: TextEnv) -> float:
-    """The task's checker on this episode (``lwm.agent.checks``), on the observations as the policy saw them."""
-    shown = [m["content"] for m in episode.messages[1:] if m["role"] == "user"]
-    value, episode.check_observation = check(episode.task, episode.answer, shown, env)
-    return value
-
-
-def _tools(env: TextEnv) -> list[dict[str, Any]]:
-    return list(env.unwrapped.context.tools)
-
-
-def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_model: WorldModel | None = None,
-                 max_steps: int = 8, store: TrajectoryStore | None = None, workers: int = 4,
-                 seed: int = 0, control: ControlSpec | str | Path | None = None) -> list[Episode]:
-    """Run every task once with ``policy`` in ``env``; episodes advance together, one policy batch per step.
-    ``control`` perturbs every step of every episode (sim or real alike), each episode with a seed of its own
-    (``seed`` + its index); the task's check reads the state unperturbed."""
-    spec = ControlSpec.load(control) if isinstance(control, str | Path) else control
-    episodes = [Episode(task, env) for task in tasks]
-    envs: list[RecordTrajectory | None] = [None] * len(tasks)
+def play(episodes: Sequence[Episode], policy: Policy, open_env: Callable[[Episode], gym.Env], *,
+         max_steps: int = 8, workers: int = 4) -> list[Episode]:
+    """Run ``episodes`` with ``policy``, each in the environment ``open_env`` gives it (reset with the episode's
+    seed), for at most ``max_steps`` policy turns or until the environment ends it. A task's final answer is
+    stepped into its ``TaskEnv`` (the checker's reward); an exploring episode just ends there. Every episode
+    is recorded by its environment's recorder, except a failed exploring one (a rerun collects it again)."""
+    envs: list[gym.Env | None] = [None] * len(episodes)
     started = time.monotonic()
 
     def start(i: int) -> None:
         episode = episodes[i]
         try:
-            recorded = RecordTrajectory(apply_control(make_env(episode.task, env, world_model), spec), store,
-                                        provenance={"task": episode.task.id, "policy": policy.name, "env": env,
-                                                    **({"control": spec.model_dump(exclude_defaults=True)}
-                                                       if spec else {})})
-            envs[i] = recorded
-            obs, _ = recorded.reset(seed=seed + i)
-            episode.trajectory_id = recorded.trajectory.id if recorded.trajectory else None
-            first = f"{episode.task.instruction}\n\nObservation:\n{observation_view(episode.task.domain, obs)}"
-            told = system_prompt(episode.task.domain, episode.task.instruction, _tools(recorded))
+            envs[i] = env = open_env(episode)
+            obs, _ = env.reset(seed=episode.seed)
+            recorded = recorder(env)
+            episode.trajectory_id = recorded.trajectory.id if recorded and recorded.trajectory else None
+            episode.observation, episode.context = obs, env.unwrapped.context
+            first = f"{episode.instruction}\n\nObservation:\n{observation_view(episode.domain, obs)}"
+            told = system_prompt(episode.domain, episode.instruction, list(episode.context.tools))
             episode.messages = [{"role": "system", "content": told}, {"role": "user", "content": first}]
         except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the batch
             episode.error, episode.done = f"environment did not start: {type(exc).__name__}: {exc}", True
 
     def advance(i: int, reply: str) -> None:
-        episode, recorded = episodes[i], envs[i]
-        assert recorded is not None
+        episode, env = episodes[i], envs[i]
+        assert env is not None
         episode.messages.append({"role": "assistant", "content": reply})
         try:
-            parsed = parse_reply(reply, episode.task.domain)
+            parsed = parse_reply(reply, episode.domain)
         except ActionError as exc:
             episode.invalid += 1
             if episode.invalid >= MAX_INVALID:
@@ -195,25 +172,27 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
         episode.invalid = 0
         if isinstance(parsed, str):
             episode.answer, episode.done = parsed, True
+            if episode.task is not None:
+                _answer(episode, env)
             return
         try:
-            obs, *_ = recorded.step(parsed)
+            obs, _, terminated, truncated, _ = env.step(parsed)
         except Exception as exc:  # noqa: BLE001 - a world model or environment failure ends this episode
             episode.error, episode.done = f"step failed: {type(exc).__name__}: {exc}", True
             return
         episode.steps += 1
-        episode.world_model_calls += env == "sim"
-        episode.messages.append({"role": "user",
-                                 "content": f"Observation:\n{observation_view(episode.task.domain, obs)}"})
+        episode.world_model_calls += episode.env == "sim"
+        episode.observation, episode.done = obs, terminated or truncated
+        episode.messages.append({"role": "user", "content": f"Observation:\n{observation_view(episode.domain, obs)}"})
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(start, range(len(tasks))))
+        list(pool.map(start, range(len(episodes))))
         for _ in range(max_steps):
             active = [i for i, e in enumerate(episodes) if not e.done]
             if not active:
                 break
             try:
-                replies = policy.act([episodes[i].messages for i in active])
+                replies = policy.act([episodes[i] for i in active])
             except Exception as exc:  # noqa: BLE001 - a policy that fails ends the episodes it was acting in
                 for i in active:
                     episodes[i].error, episodes[i].done = f"policy failed: {type(exc).__name__}: {exc}", True
@@ -221,34 +200,64 @@ def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_m
             for i in active:
                 episodes[i].policy_calls += 1
             list(pool.map(advance, active, replies))
-        list(pool.map(lambda i: _finish(episodes[i], envs[i], store), range(len(tasks))))
+        list(pool.map(lambda i: _finish(episodes[i], envs[i]), range(len(episodes))))
     seconds = time.monotonic() - started
     for episode in episodes:
         episode.seconds = seconds
     return episodes
 
 
-def _finish(episode: Episode, recorded: RecordTrajectory | None, store: TrajectoryStore | None) -> None:
-    if recorded is None:
+def _answer(episode: Episode, env: gym.Env) -> None:
+    """A task's final answer, stepped into its ``TaskEnv``: the checker's reward (recorded with the episode)."""
+    assert episode.task is not None
+    try:
+        _, episode.reward, _, _, info = env.step({"name": FINAL, "arguments": {"answer": episode.answer}})
+    except Exception as exc:  # noqa: BLE001 - a check that cannot run gives 0, recorded
+        episode.error, episode.reward = f"checker failed: {type(exc).__name__}: {exc}", 0.0
+        return
+    episode.error, episode.check_observation = info.get("error"), info.get("check_observation")
+    episode.world_model_calls += episode.env == "sim" and episode.task.check.kind == "state"
+
+
+def _finish(episode: Episode, env: gym.Env | None) -> None:
+    if env is None:
         return
     try:
-        if episode.error is None:
-            try:
-                episode.reward = reward(episode, recorded)
-                episode.world_model_calls += episode.env == "sim" and episode.task.check.kind == "state"
-            except Exception as exc:  # noqa: BLE001 - a checker that crashes gives 0, recorded
-                episode.error, episode.reward = f"checker failed: {type(exc).__name__}: {exc}", 0.0
-        if recorded.trajectory is not None:
-            recorded.finish({"reward": episode.reward, "answer": episode.answer, "error": episode.error})
+        recorded = recorder(env)
+        if recorded is not None and recorded.trajectory is not None and not recorded.stored \
+                and (episode.task is not None or episode.error is None):
+            recorded.finish({"reward": episode.reward, "answer": episode.answer, "error": episode.error}
+                            if episode.task is not None else None)
     finally:
-        close_env(recorded)
+        close_env(env)
 
+
+def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_model: WorldModel | None = None,
+                 max_steps: int = 8, store: TrajectoryStore | None = None, workers: int = 4,
+                 seed: int = 0, control: ControlSpec | str | Path | None = None) -> list[Episode]:
+    """Run every task once with ``policy`` in ``env``; episodes advance together, one policy batch per step.
+    ``control`` perturbs every step of every episode (sim or real alike), each episode with a seed of its own
+    (``seed`` + its index); the task's check reads the state unperturbed."""
+    spec = ControlSpec.load(control) if isinstance(control, str | Path) else control
+    provenance = {"policy": policy.name, "env": env,
+                  **({"control": spec.model_dump(exclude_defaults=True)} if spec else {})}
+
+    def open_env(episode: Episode) -> gym.Env:
+        assert episode.task is not None
+        if env == "sim" and world_model is None:
+            raise ValueError("--env sim needs a world model")
+        return make_task_env(episode.task, env, world_model=world_model, store=store, control=spec, record=True,
+                             provenance={"task": episode.task.id, **provenance},
+                             view=partial(observation_view, episode.domain))
+
+    return play([Episode(task, env, seed=seed + i) for i, task in enumerate(tasks)], policy, open_env,
+                max_steps=max_steps, workers=workers)
 
 
 def simulated_reward(task: Task, trajectory: Any, world_model: WorldModel) -> tuple[float, str]:
     """The state check of ``task`` answered by the world model after ``trajectory`` (a recorded episode, real
     or simulated): the simulator's reward for the same episode, and the observation it predicted."""
-    episode = Episode(task, "sim")
     env = SimEnv(world_model, task.domain, trajectory.context)
     env.reset(options={"trajectory": trajectory})
-    return reward(episode, env), episode.check_observation or ""
+    value, seen = check(task, None, [], env)
+    return value, seen or ""

@@ -1,5 +1,6 @@
-"""Policies for the agent loop: any lwm model spec, a scripted list of replies, and the scripted experts
-whose real-environment episodes warm a small policy up before RL (it must be able to act at all)."""
+"""Policies for the agent loop (``lwm.agent.loop.Policy``): any lwm model spec, a scripted list of replies, and
+the scripted experts whose real-environment episodes warm a small policy up before RL (it must be able to act at
+all). Model policies reply to conversations (``reply``); ``act`` hands them each episode's messages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lwm.agent.checks import FINAL, observed_cells
+from lwm.agent.loop import Episode, Policy
 from lwm.agent.search_suite import TITLES, base_family, expert_queries, title_pattern
 from lwm.agent.table import to_markdown
 from lwm.agent.tasks import Task
@@ -16,7 +18,20 @@ from lwm.backends import GenerateConfig, Message, load_backend
 from lwm.worldmodel import run_sync
 
 
-class ModelPolicy:
+class ConversationPolicy:
+    """A policy that is a model: it replies to each episode's conversation as it stands."""
+
+    name: str
+
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
+        return self.reply([e.messages for e in episodes])
+
+    def reply(self, conversations: Sequence[list[Message]]) -> list[str]:
+        """One reply per conversation, in one batch."""
+        raise NotImplementedError
+
+
+class ModelPolicy(ConversationPolicy):
     """A policy on any backend (embedded, openai:, transformers:, mock), one batch of requests per step."""
 
     def __init__(self, spec: str, *, temperature: float = 0.7, max_tokens: int = 256, seed: int | None = 0,
@@ -25,7 +40,7 @@ class ModelPolicy:
         self.name = self.backend.name
         self.config = GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
 
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+    def reply(self, conversations: Sequence[list[Message]]) -> list[str]:
         async def every() -> list[str]:
             answers = await asyncio.gather(*(self.backend.generate(list(c), self.config) for c in conversations))
             return [a.text for a in answers]
@@ -33,7 +48,7 @@ class ModelPolicy:
         return run_sync(every())
 
 
-class LocalPolicy:
+class LocalPolicy(ConversationPolicy):
     """A Hugging Face model in this process (the one being trained, or ``hf:DIR``: a base folder, ``smollm2``,
     or a LoRA folder from ``lwm train``): one batched ``generate`` per step; temperature 0 is greedy."""
 
@@ -49,7 +64,7 @@ class LocalPolicy:
         model, tokenizer = load_for_inference(path)
         return cls(model, tokenizer, name=f"hf:{path}", **options)
 
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+    def reply(self, conversations: Sequence[list[Message]]) -> list[str]:
         import torch
 
         texts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
@@ -69,7 +84,7 @@ class LocalPolicy:
         return self.tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
 
 
-class VLLMPolicy:
+class VLLMPolicy(ConversationPolicy):
     """The model being trained, generating through TRL's vLLM integration (``use_vllm``, colocate or server
     mode): TRL's engine, with the training weights synced into it once per optimiser step, one batched call
     per lockstep step of every episode."""
@@ -77,7 +92,7 @@ class VLLMPolicy:
     def __init__(self, trainer: Any, tokenizer: Any, max_new_tokens: int = 96, name: str = "policy-in-training"):
         self.trainer, self.tokenizer, self.name, self.max_new_tokens = trainer, tokenizer, name, max_new_tokens
 
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+    def reply(self, conversations: Sequence[list[Message]]) -> list[str]:
         trainer, engine = self.trainer, self.trainer.vllm_generation
         if trainer.state.global_step != getattr(trainer, "_last_loaded_step", None):
             engine.sync_weights()
@@ -99,12 +114,13 @@ class ScriptedPolicy:
     def __init__(self, replies: Sequence[str], name: str = "scripted"):
         self.replies, self.name = list(replies), name
 
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
-        out = []
-        for messages in conversations:
-            turn = sum(m["role"] == "assistant" for m in messages)
-            out.append(self.replies[min(turn, len(self.replies) - 1)])
-        return out
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
+        return [self.replies[min(turns(e), len(self.replies) - 1)] for e in episodes]
+
+
+def turns(episode: Episode) -> int:
+    """How many replies the policy has given in ``episode`` so far."""
+    return sum(m["role"] == "assistant" for m in episode.messages)
 
 
 def call(name: str, **arguments: Any) -> str:
@@ -156,20 +172,17 @@ def _mcp_calls(task: Task) -> list[str]:
 
 
 class ExpertPolicy:
-    """The scripted expert of each task (found by the task line of the conversation's system prompt)."""
+    """The scripted expert of each episode's task."""
 
     name = "expert"
 
-    def __init__(self, tasks: Sequence[Task]):
-        self.plans = {t.instruction: expert_replies(t) for t in tasks}
-
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
         out = []
-        for messages in conversations:
-            line = next((s for s in messages[0]["content"].splitlines() if s.startswith("Task: ")), "")
-            plan = self.plans.get(line.removeprefix("Task: "))
-            turn = sum(m["role"] == "assistant" for m in messages)
-            out.append(plan[min(turn, len(plan) - 1)] if plan else call(FINAL, answer="unknown task"))
+        for episode in episodes:
+            if episode.task is None:
+                raise ValueError("the expert acts on tasks: this episode has none")
+            plan = expert_replies(episode.task)
+            out.append(plan[min(turns(episode), len(plan) - 1)])
         return out
 
 
@@ -185,19 +198,19 @@ class ReaderPolicy:
         unreadable = sorted({t.family for t in tasks if base_family(t.family) not in TITLES})
         if unreadable:
             raise ValueError(f"the reader answers system call and module lookups only, not {', '.join(unreadable)}")
-        self.tasks = {t.instruction: t for t in tasks}
 
-    def act(self, conversations: Sequence[list[Message]]) -> list[str]:
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
         out = []
-        for messages in conversations:
-            line = next((s for s in messages[0]["content"].splitlines() if s.startswith("Task: ")), "")
-            task = self.tasks[line.removeprefix("Task: ")]
-            queries, turn = expert_queries(task), sum(m["role"] == "assistant" for m in messages)
+        for episode in episodes:
+            task = episode.task
+            if task is None:
+                raise ValueError("the reader acts on tasks: this episode has none")
+            queries, turn = expert_queries(task), turns(episode)
             if turn < len(queries):
                 out.append(call("web_search", query=queries[turn]))
                 continue
             key, base = task.check.columns[0], base_family(task.family)
-            shown = [m["content"] for m in messages[1:] if m["role"] == "user"]
+            shown = [m["content"] for m in episode.messages[1:] if m["role"] == "user"]
             rows = [{key: row[key], **(observed_cells(title_pattern(base, row[key]), shown) or {})}
                     for row in task.check.gold]
             out.append(call(FINAL, answer=to_markdown(rows, task.check.columns)))
@@ -205,13 +218,13 @@ class ReaderPolicy:
 
 
 def make_policy(spec: str, tasks: Sequence[Task] = (), *, max_tokens: int = 160, temperature: float = 0.0,
-                seed: int | None = 0, **backend_options: Any) -> Any:
-    """The one reading of a policy spec: ``expert`` (the scripted experts of ``tasks``), ``reader`` (searches
+                seed: int | None = 0, **backend_options: Any) -> Policy:
+    """The one reading of a policy spec: ``expert`` (the scripted expert of each episode's task), ``reader`` (searches
     like the expert, copies what it sees), ``hf:DIR`` (a local HF model or LoRA folder, batched in this process)
     or any model spec (``embedded``, ``openai:NAME`` ..., with ``seed`` and ``backend_options``); greedy by
     default."""
     if spec == "expert":
-        return ExpertPolicy(tasks)
+        return ExpertPolicy()
     if spec == "reader":
         return ReaderPolicy(tasks)
     if spec.startswith("hf:"):

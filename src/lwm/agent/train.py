@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lwm.agent.loop import WORLD_MODEL_TOKENS, Episode, run_episodes, sim_world_model
+from lwm.agent.loop import Episode, run_episodes
 from lwm.agent.policy import LocalPolicy, VLLMPolicy
+from lwm.agent.task_env import WORLD_MODEL_TOKENS, sim_world_model
 from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm.agent.evaluate import EvalRow, results_file, run_tasks
-from lwm.agent.loop import WORLD_MODEL_TOKENS
+from lwm.agent.task_env import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
@@ -273,7 +273,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     wm = ModelOptions(world_model).world_model()
     root = out or Path(tempfile.mkdtemp(prefix="lwm-agreement-"))
     rows = []
-    for policy in (ExpertPolicy(chosen), ScriptedPolicy([call("final_answer", answer="done")], name="idle")):
+    for policy in (ExpertPolicy(), ScriptedPolicy([call("final_answer", answer="done")], name="idle")):
         store = TrajectoryStore(root / policy.name)
         with console.status(f"{policy.name}: {len(chosen)} real episodes..."):
             episodes = run_episodes(chosen, policy, "real", store=store)

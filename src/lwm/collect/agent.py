@@ -1,25 +1,42 @@
-"""An LLM agent as a collection policy: the agent loop's prompt and reply parsing (``lwm.agent.loop``)
-over any lwm backend, for users who have a good model.
+"""Collection policies as agent-loop policies (``lwm.agent.loop.Policy``), so ``lwm collect`` runs its episodes
+through the same loop as ``lwm agent``:
 
-It is the ``lwm agent`` policy driven one observation at a time by the collect runner: the same system
-prompt (task, tools, action format), the same reading of a reply (its last fenced block). When a reply is
-not a valid action (or is a final answer: collection has no task to finish), the domain's heuristic
-explorer acts instead, and the count of such fallbacks is kept.
+- ``ExplorerPolicy``: a domain's heuristic explorer (one per episode, seeded by it) acting on each latest
+  observation whole; its action written as the reply an agent would give.
+- ``AgentPolicy``: an LLM agent (any lwm model spec) that sees the loop's conversation (its last ``history``
+  turns). When a reply is not a valid action (or is a final answer: collection has no task to finish), the
+  domain's explorer acts instead, and the count of such fallbacks is kept.
 """
 
 from __future__ import annotations
 
-import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
-from lwm.agent.loop import observation_view, parse_reply, system_prompt
+from lwm.agent.loop import Episode, action_reply, parse_reply
 from lwm.agent.policy import ModelPolicy, make_policy
 from lwm.domains import ActionError
 from lwm.registry import get
-from lwm.types import Context
 
-EXPLORE = "explore the environment the way a real user would, with varied actions."
+
+class ExplorerPolicy:
+    def __init__(self, explorer: type, mistake_rate: float = 0.15):
+        self.explorer, self.mistake_rate = explorer, mistake_rate
+        probe = explorer(mistake_rate=mistake_rate)  # some explorers name themselves when made
+        self.name: str = probe.name
+        self.source: str | None = getattr(probe, "source", None)
+
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
+        return [action_reply(self.action(e), e.domain) for e in episodes]
+
+    def action(self, episode: Episode) -> Any:
+        """The episode's explorer's next action (content in the domain's format)."""
+        explorer = episode.memory.get("explorer")
+        if explorer is None:
+            explorer = episode.memory["explorer"] = self.explorer(mistake_rate=self.mistake_rate)
+            explorer.start(random.Random(episode.seed), episode.context, episode.observation)
+        return explorer.act(episode.observation)
 
 
 class AgentPolicy:
@@ -29,36 +46,35 @@ class AgentPolicy:
         self.model = make_policy(model, max_tokens=max_tokens, temperature=temperature, seed=None, **backend_options)
         self.name = f"llm-agent:{self.model.name}"
         self.history_size = history
-        self.fallback = get("explorer", domain)(mistake_rate=mistake_rate)
+        self.fallback = ExplorerPolicy(get("explorer", domain), mistake_rate)
         self.fallbacks = 0
         self.acted = 0
-        self.messages: list[dict[str, str]] = []
 
-    def start(self, rng: random.Random, context: Context, observation: str) -> None:
-        self.messages = [{"role": "system", "content": system_prompt(self.domain, context.task or EXPLORE,
-                                                                     context.tools)}]
-        seed = rng.randrange(2**31)
+    def act(self, episodes: Sequence[Episode]) -> list[str]:
+        return [self._reply(e) for e in episodes]
+
+    def _seed(self, episode: Episode) -> None:
+        """Sample reproducibly per episode: the model's seed drawn from the episode's."""
+        seed = random.Random(episode.seed).randrange(2**31)
         if isinstance(self.model, ModelPolicy):
             self.model.config = self.model.config.model_copy(update={"seed": seed})
         else:  # a model in this process samples from torch's generator
             import torch
 
             torch.manual_seed(seed)
-        self.fallback.start(rng, context, observation)
 
-    def act(self, observation: str) -> Any:
-        self.messages.append({"role": "user", "content": observation_view(self.domain, observation)})
-        recent = self.messages[0:1] + self.messages[1:][-(2 * self.history_size + 1):]
-        reply = self.model.act([recent])[0]
+    def _reply(self, episode: Episode) -> str:
+        if not episode.memory.get("seeded"):
+            self._seed(episode)
+            episode.memory["seeded"] = True
+        recent = episode.messages[0:1] + episode.messages[1:][-(2 * self.history_size + 1):]
+        reply = self.model.reply([recent])[0]
         try:
             parsed = parse_reply(reply, self.domain)
             if isinstance(parsed, str):
                 raise ActionError("a final answer ends nothing while collecting")
-            action = parsed.content
             self.acted += 1
+            return action_reply(parsed.content, self.domain)
         except ActionError:
             self.fallbacks += 1
-            action = self.fallback.act(observation)
-        rendered = action if isinstance(action, str) else json.dumps(action)
-        self.messages.append({"role": "assistant", "content": f"```json\n{rendered}\n```"})
-        return action
+            return self.fallback.act([episode])[0]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import re
 import signal
 import sys
@@ -21,10 +20,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from gymnasium.wrappers import TimeLimit
-
 from lwm.data.store import TrajectoryStore
-from lwm.envs.record import RecordTrajectory
+from lwm.envs.registration import wrap
 from lwm.registry import get
 from lwm.runfolder import pin
 
@@ -69,43 +66,38 @@ class EpisodeResult:
 
 def episode_policy(spec: EpisodeSpec) -> Any:
     """The episode's actor: the domain's heuristic explorer, or an LLM agent (``agent:<model spec>``)."""
-    if spec.policy.startswith("agent:"):
-        from lwm.collect.agent import AgentPolicy
+    from lwm.collect.agent import AgentPolicy, ExplorerPolicy
 
+    if spec.policy.startswith("agent:"):
         return AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
                            **spec.policy_options)
     name = spec.policy.removeprefix("explorer:") if spec.policy.startswith("explorer:") else spec.domain
-    return get("explorer", name)(mistake_rate=spec.mistake_rate)
+    return ExplorerPolicy(get("explorer", name), mistake_rate=spec.mistake_rate)
 
 
 def run_episode(spec: EpisodeSpec) -> EpisodeResult:
-    """One episode: a fresh real environment, a policy, at most ``max_steps`` steps, recorded by
-    ``RecordTrajectory`` into the collection. Any failure (building the env or the policy included)
-    ends this episode with an error, never the collection."""
+    """One episode through the agent loop (``lwm.agent.loop.play``): a fresh real environment, a policy, at
+    most ``max_steps`` steps, recorded into the collection. Any failure (building the env or the policy
+    included) ends this episode with an error, never the collection; a failed episode is not stored."""
+    from lwm.agent.loop import Episode, play
+
     started = time.monotonic()
-    env = None
     try:
-        env = get("env", spec.domain)(**spec.env_options)
         policy = episode_policy(spec)
         store = TrajectoryStore(spec.out)
-        recorded = RecordTrajectory(TimeLimit(env, spec.max_steps), store, trajectory_id=spec.id, provenance={
-            "explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
-            **({"source": policy.source} if getattr(policy, "source", None) else {})})
-        obs, _ = recorded.reset(seed=spec.episode_seed)
-        policy.start(random.Random(spec.episode_seed), env.context, obs)
-        terminated = truncated = False
-        while not (terminated or truncated):
-            obs, _, terminated, truncated, _ = recorded.step(policy.act(obs))
+        provenance = {"explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
+                      **({"source": policy.source} if getattr(policy, "source", None) else {})}
+        env = wrap(get("env", spec.domain)(**spec.env_options), store, spec.max_steps, trajectory_id=spec.id,
+                   provenance=provenance)
+        (episode,) = play([Episode(None, domain=spec.domain, seed=spec.episode_seed)], policy, lambda _: env,
+                          max_steps=spec.max_steps, workers=1)  # play closes the environment
         store.close()
-        assert recorded.trajectory is not None
-        return EpisodeResult(spec.id, len(recorded.trajectory.turns), time.monotonic() - started,
+        if episode.error is not None:
+            return EpisodeResult(spec.id, 0, time.monotonic() - started, episode.error)
+        return EpisodeResult(spec.id, episode.steps, time.monotonic() - started,
                              agent_actions=(policy.acted, policy.fallbacks) if hasattr(policy, "acted") else None)
     except Exception as exc:  # one broken episode must not stop the collection
         return EpisodeResult(spec.id, 0, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
-    finally:
-        close = getattr(env, "close", None)
-        if close:
-            close()
 
 
 class EnvironmentStartError(RuntimeError):

@@ -98,10 +98,14 @@ class Domain:
             return json.dumps(content, ensure_ascii=False, indent=2)
         return content
 
+    def fenced(self, action: Action) -> str:
+        """``action`` in a fenced block: ``json``, or ``python`` for a code domain's code."""
+        fence = "json" if self.action_language == "json" or not isinstance(action.content, str) else "python"
+        return f"```{fence}\n{self.format_action(action)}\n```"
+
     def render_action(self, action: Action, turn: int) -> str:
         """The user message for turn ``turn`` (1-based), in AgentWorldBench's turn style."""
-        fence = "json" if self.action_language == "json" or not isinstance(action.content, str) else "python"
-        return f"### Turn {turn}\n\n**Action:**\n```{fence}\n{self.format_action(action)}\n```"
+        return f"### Turn {turn}\n\n**Action:**\n{self.fenced(action)}"
 
     def render_observation(self, text: str) -> str:
         """The assistant message that carries a real (or accepted) observation in the history."""

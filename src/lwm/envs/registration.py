@@ -36,16 +36,20 @@ def gym_names() -> dict[str, str]:
     return {domain: get("domain", domain).gym_name() for domain in names("domain")}
 
 
-def wrap(env: gym.Env, store: str | Path | None = None, max_turns: int | None = None,
+def wrap(env: gym.Env, store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
          control: Control | ControlSpec | str | Path | None = None, *, record: bool = False,
-         provenance: dict[str, Any] | None = None) -> gym.Env:
+         provenance: dict[str, Any] | None = None, trajectory_id: str | None = None) -> gym.Env:
     """``env`` with ``control`` around its steps, truncated after ``max_turns`` inside the recorder (so a
-    truncated episode is recorded too), recorded into ``store`` (or kept in memory with ``record``)."""
+    truncated episode is recorded too), recorded into ``store`` (or kept in memory with ``record``) as
+    ``trajectory_id`` with ``provenance``. The one way every face, the agent loop and collection build an
+    environment's stack."""
     env = apply_control(env, control)
     if max_turns:
         env = TimeLimit(env, max_episode_steps=max_turns)
-    if store or record:
-        env = RecordTrajectory(env, TrajectoryStore(store) if store else None, provenance=provenance)
+    if record or (store is not None and store != ""):
+        if isinstance(store, str | Path):
+            store = TrajectoryStore(store)
+        env = RecordTrajectory(env, store, provenance=provenance, trajectory_id=trajectory_id)
     return env
 
 

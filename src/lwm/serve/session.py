@@ -21,8 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.loop import close_env, make_env
-from lwm.agent.task_env import TaskEnv
+from lwm.agent.task_env import TaskEnv, close_env, make_env
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
@@ -149,8 +148,7 @@ class Session:
         assert self.stepper is not None
         observation, rew, terminated, truncated, info = self.stepper.step(
             action if isinstance(action, str) else json.dumps(action))
-        if self.task is not None and "answer" in info:  # the task's final answer: recorded with its reward
-            self.env.finish({"reward": rew, "answer": info["answer"]})
+        if self.task is not None and "answer" in info:  # the task's final answer (TaskEnv recorded its reward)
             self.done = True
             return StepResult(observation, rew, True, False,
                               {"mode": self.config.mode, "answer": info["answer"], "task": self.task.id})
