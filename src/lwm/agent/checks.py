@@ -59,9 +59,10 @@ def check(task: Task, answer: str | None, shown: Iterable[str], env: gym.Env) ->
         return item_f1(answer or "", gold, spec.columns, spec.text_columns), None
     inner = env.unwrapped
     control, inner.control = inner.control, None  # the state as it is: no injected fault on the check
+    history = inner.trajectory
     try:
-        observation, *_ = inner.step(spec.action)  # after the episode, not part of its trajectory
+        observation, *_ = inner.step(spec.action)  # after the episode, and not part of its trajectory
     finally:
-        inner.control = control
+        inner.control, inner.trajectory = control, history
     met = sum(text in observation for text in spec.expect) + sum(text not in observation for text in spec.absent)
     return met / max(1, len(spec.expect) + len(spec.absent)), observation
