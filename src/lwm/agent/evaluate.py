@@ -1,12 +1,15 @@
 """Evaluating a policy on a suite's tasks from Python: ``run_tasks`` runs them in batches (recorded, each batch's
-rows handed on as it ends) and ``results_file`` is an eval folder's pinned, resumable results. ``lwm agent
-run|eval|demos`` call these and print."""
+rows handed on as it ends), ``eval_tasks`` keeps them in an eval folder's pinned results and resumes from them,
+and ``compare_runs`` pairs eval folders task by task. ``lwm agent run|eval|compare|demos`` call these and
+print."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import mean
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +22,8 @@ from lwm.backends import DEFAULT_SPEC
 from lwm.data.jsonl import JsonlFile
 from lwm.data.store import TrajectoryStore
 from lwm.envs.control import ControlSpec
-from lwm.runfolder import holds_rows, pin
+from lwm.runfolder import digest, holds_rows, pin, read_run
+from lwm.stats import paired, standard_error
 
 
 class EvalRow(BaseModel):
@@ -83,3 +87,69 @@ def results_file(out: Path, settings: dict) -> JsonlFile[EvalRow]:
     results = out / "results.jsonl"
     pin(out, "eval", settings, has_rows=holds_rows(results), way_out="use a new --out")
     return JsonlFile(results, EvalRow)
+
+
+def eval_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
+               max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0, max_tokens: int = 160,
+               temperature: float = 0.0, world_model_tokens: int = WORLD_MODEL_TOKENS, control: Path | None = None,
+               status: Callable[[str], Any] = lambda _: nullcontext(), say: Callable[[str], Any] = lambda _: None
+               ) -> list[EvalRow]:
+    """``run_tasks`` with its rows kept in ``out`` (OUT/results.jsonl, appended batch by batch): a rerun goes on
+    from the tasks already there (``say`` is told how many) and refuses other settings (``SettingsChanged``)."""
+    settings = {"env": env, "policy": policy_spec, "max_steps": max_steps, "max_tokens": max_tokens,
+                "temperature": temperature, "seed": seed, **({"world_model": world_model,
+                "world_model_tokens": world_model_tokens} if env == "sim" else {}),
+                "control": digest(control) if control else None}
+    results = results_file(out, settings) if out else None
+    kept = {r.task: r for r in results.rows()} if results else {}
+    todo = [t for t in chosen if t.id not in kept]
+    if kept:
+        say(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
+    made = iter(run_tasks(todo, env, policy_spec, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
+                          policy_options={"max_tokens": max_tokens, "temperature": temperature},
+                          world_model_tokens=world_model_tokens, control=control, status=status,
+                          done=(lambda rows: [results.append(r) for r in rows]) if results else None)
+                if todo else [])
+    return [kept[t.id] if t.id in kept else next(made) for t in chosen]
+
+
+@dataclass
+class ComparedRun:
+    """One eval folder against the first: its own mean reward, and the paired difference on the tasks both ran."""
+
+    run: Path
+    settings: dict[str, Any]
+    tasks: int
+    mean: float | None
+    se: float
+    pairs: int
+    wins: int
+    ties: int
+    losses: int
+    diff: float
+    diff_se: float | None
+
+
+COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "env")
+"""Settings two evals must share to be compared like for like."""
+
+
+def compare_runs(runs: Sequence[Path]) -> tuple[list[ComparedRun], set[str]]:
+    """Each eval folder paired task by task with the first; and the settings in which any differs from the first
+    (``COMPARED_SETTINGS``). Raises ``FileNotFoundError`` for a folder without results."""
+    loaded = []
+    for run in runs:
+        path = run / "results.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{run} has no results.jsonl (an lwm agent eval --out folder)")
+        loaded.append((run, {r.task: r for r in JsonlFile(path, EvalRow).rows()}, read_run(run).get("eval") or {}))
+    _, base, base_settings = loaded[0]
+    compared = []
+    for run, rows, settings in loaded:
+        values = [r.reward for r in rows.values()]
+        diff = paired([rows[t].reward - base[t].reward for t in rows if t in base])
+        compared.append(ComparedRun(run, settings, len(rows), mean(values) if values else None,
+                                    standard_error(values) or 0.0, diff["n"], diff["wins"], diff["ties"],
+                                    diff["losses"], diff["mean"], diff["se"]))
+    differ = {k for _, _, s in loaded[1:] for k in COMPARED_SETTINGS if s.get(k) != base_settings.get(k)}
+    return compared, differ

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,14 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lwm.agent.evaluate import EvalRow, results_file, run_tasks
+from lwm.agent.evaluate import EvalRow, compare_runs, eval_tasks, run_tasks
 from lwm.agent.task_env import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
 from lwm.data.jsonl import JsonlFile
-from lwm.runfolder import SettingsChanged, digest, read_run
-from lwm.stats import paired, standard_error
+from lwm.runfolder import SettingsChanged
+from lwm.stats import standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).", no_args_is_help=True)
@@ -159,22 +158,10 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
     if not chosen:
         raise fail(f"no {domain} {split} tasks{' in ' + ', '.join(family) if family else ''} "
                    "(lwm agent tasks list)", 2)
-    settings = {"env": env, "policy": policy, "max_steps": max_steps, "max_tokens": max_tokens,
-                "temperature": temperature, "seed": seed, **({"world_model": world_model,
-                "world_model_tokens": world_model_tokens} if env == "sim" else {}),
-                "control": digest(control) if control else None}
     with _exits():
-        results = results_file(out, settings) if out else None
-        kept = {r.task: r for r in results.rows()} if results else {}
-        todo = [t for t in chosen if t.id not in kept]
-        if kept:
-            console.print(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
-        made = iter(run_tasks(todo, env, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
-                              policy_options={"max_tokens": max_tokens, "temperature": temperature},
-                              world_model_tokens=world_model_tokens, control=control, status=console.status,
-                              done=(lambda rows: [results.append(r) for r in rows]) if results else None)
-                    if todo else [])
-    rows = [kept[t.id] if t.id in kept else next(made) for t in chosen]
+        rows = eval_tasks(chosen, env, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
+                          max_tokens=max_tokens, temperature=temperature, world_model_tokens=world_model_tokens,
+                          control=control, status=console.status, say=console.print)
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
 
 
@@ -183,30 +170,21 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent eval 
                                                                "baseline.")]) -> None:
     """Evals of several policies on the same tasks, task by task: each run's mean reward, and its paired
     difference from the first run's on the tasks both ran (won / tied / lost, mean, standard error)."""
-    loaded = []
-    for run in runs:
-        path = run / "results.jsonl"
-        if not path.is_file():
-            raise fail(f"{run} has no results.jsonl (an lwm agent eval --out folder)", 2)
-        rows = {r.task: r for r in JsonlFile(path, EvalRow).rows()}
-        settings = read_run(run).get("eval") or {}
-        loaded.append((run, rows, settings))
-    base_name, base, base_settings = loaded[0]
-    table = Table(title=f"paired against {base_name} (reward: item F1 / checker)")
+    try:
+        compared, differ = compare_runs(runs)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), 2) from None
+    table = Table(title=f"paired against {runs[0]} (reward: item F1 / checker)")
     for col in ("run", "policy", "env", "tasks", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
                 "mean diff", "± s.e."):
         table.add_column(col, justify="left" if col in ("run", "policy", "env") else "right")
-    for run, rows, settings in loaded:
-        values = [r.reward for r in rows.values()]
-        diff = paired([rows[t].reward - base[t].reward for t in rows if t in base])
-        colour = "green" if diff["mean"] > 0 else "red" if diff["mean"] < 0 else "white"
-        table.add_row(str(run), settings.get("policy", "?"), settings.get("env", "?"), str(len(rows)),
-                      f"{mean(values):.3f}" if values else "-", f"{standard_error(values) or 0.0:.3f}",
-                      str(diff["n"]), f"{diff['wins']}/{diff['ties']}/{diff['losses']}",
-                      f"[{colour}]{diff['mean']:+.3f}[/]", "-" if diff["se"] is None else f"{diff['se']:.3f}")
+    for c in compared:
+        colour = "green" if c.diff > 0 else "red" if c.diff < 0 else "white"
+        table.add_row(str(c.run), c.settings.get("policy", "?"), c.settings.get("env", "?"), str(c.tasks),
+                      "-" if c.mean is None else f"{c.mean:.3f}", f"{c.se:.3f}", str(c.pairs),
+                      f"{c.wins}/{c.ties}/{c.losses}", f"[{colour}]{c.diff:+.3f}[/]",
+                      "-" if c.diff_se is None else f"{c.diff_se:.3f}")
     console.print(table)
-    differ = {k for _, _, s in loaded[1:] for k in ("max_steps", "max_tokens", "temperature", "env")
-              if s.get(k) != base_settings.get(k)}
     if differ:
         Console(stderr=True).print(f"[yellow]warning: the runs differ in {', '.join(sorted(differ))}: not a "
                                    "like-for-like comparison[/]", highlight=False)
@@ -261,9 +239,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     """How often the simulated checker call agrees with the real checker on the same real episodes: each task
     is run in the real environment by the expert (solves it) and by a policy that answers at once (does
     nothing); the world model then predicts the checker's output after each recorded episode."""
-    from lwm.agent.loop import run_episodes, simulated_reward
-    from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call
-    from lwm.data.store import TrajectoryStore
+    from lwm.agent.agreement import agreement
     from lwm.model_options import ModelOptions
 
     chosen = [t for t in tasks(domain, split if split in ("train", "heldout") else None)
@@ -271,25 +247,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     if not chosen:
         raise fail(f"no state-checked {domain} {split} tasks", 2)
     wm = ModelOptions(world_model).world_model()
-    root = out or Path(tempfile.mkdtemp(prefix="lwm-agreement-"))
-    rows = []
-    for policy in (ExpertPolicy(), ScriptedPolicy([call("final_answer", answer="done")], name="idle")):
-        store = TrajectoryStore(root / policy.name)
-        with console.status(f"{policy.name}: {len(chosen)} real episodes..."):
-            episodes = run_episodes(chosen, policy, "real", store=store)
-        recorded = {t.id: t for t in store}
-        for episode in episodes:
-            if episode.error:
-                continue
-            trajectory = recorded[episode.trajectory_id]
-            with console.status(f"simulated check of {episode.task.id} ({policy.name})..."):
-                try:
-                    sim, seen = simulated_reward(episode.task, trajectory, wm)
-                except Exception as exc:  # noqa: BLE001 - a failed prediction is a disagreement, recorded
-                    sim, seen = float("nan"), f"error: {exc}"
-            rows.append({"task": episode.task.id, "policy": policy.name, "real": episode.reward, "sim": sim,
-                         "agree": (sim >= 0.5) == (episode.reward >= 0.5), "sim_observation": seen[-300:],
-                         "real_observation": (episode.check_observation or "")[-300:]})
+    rows = [r.model_dump() for r in agreement(chosen, wm, out, console.status)]
     table = Table(title=f"simulated vs real checker, {domain} {split}, world model {wm.backend.name}")
     for col in ("episodes by", "n", "real reward", "sim reward", "agree (both >= 0.5 or both < 0.5)"):
         table.add_column(col, justify="left" if col == "episodes by" else "right")

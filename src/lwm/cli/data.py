@@ -3,7 +3,6 @@ rows, and pack transitions for retrieval."""
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +15,8 @@ from rich.table import Table
 from lwm.cli.common import fail
 from lwm.data import read_trajectories, write_trajectories
 from lwm.data.build import build
-from lwm.data.sources import heldout_sources, source_of
+from lwm.data.sources import source_of
+from lwm.data.sources import split as split_trajectories
 from lwm.types import Trajectory
 
 data_app = typer.Typer(help="Work with trajectory files.", no_args_is_help=True)
@@ -39,12 +39,6 @@ def load(paths: list[Path]) -> list[Trajectory]:
     return trajectories
 
 
-def in_heldout(trajectory_id: str, fraction: float, seed: int) -> bool:
-    """A stable choice per trajectory id: the same trajectory always lands on the same side."""
-    digest = hashlib.sha256(f"{seed}:{trajectory_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
-
-
 @data_app.command("split")
 def split(
     inputs: Annotated[list[Path], typer.Argument(help="Collection folders or trajectories.jsonl files.")],
@@ -62,32 +56,23 @@ def split(
 ) -> None:
     """Split by trajectory (never by turn, so no held-out turn's history is seen in training) or by source."""
     console = Console()
-    if by not in ("trajectory", "source"):
-        raise fail(f"--by must be 'trajectory' or 'source', not {by!r}", 2)
     trajectories = load(inputs)
-    for option, names in (("--keep", keep), ("--hold", hold)):
-        if unknown := sorted(set(names or ()) - {source_of(t) for t in trajectories}):
-            raise fail(f"{option} names sources the data does not have: {', '.join(unknown)}", 2)
-    if both := sorted(set(keep or ()) & set(hold or ())):
-        raise fail(f"--keep and --hold both name {', '.join(both)}", 2)
+    try:
+        made = split_trajectories(trajectories, heldout, seed, by, keep or (), hold or ())
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
     if by == "source":
-        held = heldout_sources(trajectories, heldout, seed, keep or (), hold or ())
-        test = [t for t in trajectories if source_of(t) in held[t.domain]]
         table = Table(title="sources held out whole")
         for column in ("domain", "sources", "held out", "held-out trajectories"):
             table.add_column(column)
-        for domain in sorted(held):
+        for domain, held in sorted(made.held_sources.items()):
             every = sorted({source_of(t) for t in trajectories if t.domain == domain})
-            table.add_row(domain, str(len(every)), ", ".join(sorted(held[domain])) or
-                          "[yellow]none: one source only[/]", str(sum(1 for t in test if t.domain == domain)))
+            table.add_row(domain, str(len(every)), ", ".join(sorted(held)) or "[yellow]none: one source only[/]",
+                          str(sum(1 for t in made.heldout if t.domain == domain)))
         console.print(table)
-    else:
-        test = [t for t in trajectories if in_heldout(t.id, heldout, seed)]
-    held_ids = {t.id for t in test}
-    train = [t for t in trajectories if t.id not in held_ids]
-    write_trajectories(out / "train.jsonl", train)
-    write_trajectories(out / "heldout.jsonl", test)
-    console.print(f"{len(train)} train and {len(test)} held-out trajectories written to {out}")
+    write_trajectories(out / "train.jsonl", made.train)
+    write_trajectories(out / "heldout.jsonl", made.heldout)
+    console.print(f"{len(made.train)} train and {len(made.heldout)} held-out trajectories written to {out}")
 
 
 @data_app.command("stats")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from lwm.domains import get_domain
 from lwm.registry import UnknownPartError
@@ -31,8 +32,9 @@ def source_of(trajectory: Trajectory) -> str:
     return found or provenance.environment or f"{trajectory.domain}:unknown"
 
 
-def _rank(source: str, seed: int) -> float:
-    digest = hashlib.sha256(f"{seed}:{source}".encode()).digest()
+def _rank(key: str, seed: int) -> float:
+    """A stable draw in [0, 1) per key and seed: the same trajectory or source always lands on the same side."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
@@ -56,3 +58,34 @@ def heldout_sources(trajectories: Iterable[Trajectory], fraction: float, seed: i
         room = len(ranked) - (0 if sources & keep else 1)  # something must stay in training
         chosen[domain] = set(ranked[:min(room, max(1, round(fraction * len(sources))))]) if room > 0 else set()
     return chosen
+
+
+@dataclass
+class Split:
+    train: list[Trajectory]
+    heldout: list[Trajectory]
+    held_sources: dict[str, set[str]] = field(default_factory=dict)
+    """With ``by="source"``: per domain, the sources held out whole."""
+
+
+def split(trajectories: Sequence[Trajectory], fraction: float, seed: int, by: str = "trajectory",
+          keep: Iterable[str] = (), hold: Iterable[str] = ()) -> Split:
+    """Train / held-out by trajectory (never by turn, so no held-out turn's history is seen in training: a
+    seeded ``fraction`` of trajectories) or by source (``heldout_sources``). Raises ``ValueError`` for an unknown
+    ``by``, or ``keep`` / ``hold`` naming sources the data does not have or naming one source twice."""
+    if by not in ("trajectory", "source"):
+        raise ValueError(f"--by must be 'trajectory' or 'source', not {by!r}")
+    keep, hold = list(keep), list(hold)
+    for option, names in (("--keep", keep), ("--hold", hold)):
+        if unknown := sorted(set(names) - {source_of(t) for t in trajectories}):
+            raise ValueError(f"{option} names sources the data does not have: {', '.join(unknown)}")
+    if both := sorted(set(keep) & set(hold)):
+        raise ValueError(f"--keep and --hold both name {', '.join(both)}")
+    held: dict[str, set[str]] = {}
+    if by == "source":
+        held = heldout_sources(trajectories, fraction, seed, keep, hold)
+        test = [t for t in trajectories if source_of(t) in held[t.domain]]
+    else:
+        test = [t for t in trajectories if _rank(t.id, seed) < fraction]
+    held_ids = {t.id for t in test}
+    return Split([t for t in trajectories if t.id not in held_ids], test, held)
