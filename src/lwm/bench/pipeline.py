@@ -317,3 +317,33 @@ def recorded_data(out: Path, data: Path | None = None) -> Path | None:
 def judged_rows(out: Path) -> dict[str, dict]:
     """A run folder's judged rows by sample key."""
     return {i: row.model_dump(exclude_none=True) for i, row in judgements(out).by_id().items()}
+
+
+@dataclass
+class Comparison:
+    """Scored runs made comparable: each run's scores and judged rows over the samples every run has."""
+
+    scores: list[tuple[str, dict[str, Any]]]
+    judged: list[dict[str, dict]]
+    note: str | None = None
+    """Said when the runs' sample sets differ (the scores are then re-aggregated over the shared samples)."""
+
+
+def compare(runs: list[Path]) -> Comparison:
+    """``runs``' scores side by side, restricted to the samples every run judged (so that no difference is one
+    of sample sets). Raises ``BenchError`` for a run without scores or runs that share no sample."""
+    if missing := [str(p) for p in runs if not (p / SCORES).is_file()]:
+        raise BenchError(f"no {SCORES} in {', '.join(missing)}: run lwm bench score there first", option=True)
+    scores = [(p.name, json.loads((p / SCORES).read_text())) for p in runs]
+    judged = [judged_rows(p) for p in runs]
+    if not all(judged):
+        return Comparison(scores, judged)
+    shared = set.intersection(*(set(rows) for rows in judged))
+    counts = ", ".join(f"{p.name} has {len(r)}" for p, r in zip(runs, judged, strict=True))
+    if not shared:
+        raise BenchError(f"the runs share no samples ({counts}): nothing to compare")
+    if all(len(rows) == len(shared) for rows in judged):
+        return Comparison(scores, judged)
+    judged = [{key: row for key, row in rows.items() if key in shared} for rows in judged]
+    return Comparison([(p.name, aggregate(list(rows.values()))) for p, rows in zip(runs, judged, strict=True)],
+                      judged, f"comparing on the {len(shared)} samples every run has ({counts})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,11 +16,9 @@ from lwm.bench.data import BenchSample, export_trajectories, load_samples, sprea
 from lwm.bench.rows import Judgement, Prediction
 from lwm.bench.run import (
     PREDICTIONS,
-    SCORES,
     predictions,
 )
 from lwm.bench.summary import (
-    aggregate,
     compare_table,
     paired_differences,
     paired_table,
@@ -248,21 +245,11 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
     mean difference and its standard error) where both have judged.jsonl."""
     if len(runs) < 2:
         raise typer.BadParameter("give at least two run folders")
-    missing = [str(p) for p in runs if not (p / SCORES).is_file()]
-    if missing:
-        raise typer.BadParameter(f"no {SCORES} in {', '.join(missing)}: run lwm bench score there first")
-    scores = [(p.name, json.loads((p / SCORES).read_text())) for p in runs]
-    judged = [pipeline.judged_rows(p) for p in runs]
-    if all(judged):  # scores of the samples every run has, so that no difference is one of sample sets
-        shared = set.intersection(*(set(rows) for rows in judged))
-        counts = ", ".join(f"{p.name} has {len(r)}" for p, r in zip(runs, judged, strict=True))
-        if not shared:
-            raise fail(f"the runs share no samples ({counts}): nothing to compare", 2)
-        if any(len(rows) != len(shared) for rows in judged):
-            console.print(f"comparing on the {len(shared)} samples every run has ({counts})")
-            scores = [(p.name, aggregate([row for key, row in rows.items() if key in shared]))
-                      for p, rows in zip(runs, judged, strict=True)]
-            judged = [{key: row for key, row in rows.items() if key in shared} for rows in judged]
+    with _exits():
+        compared = pipeline.compare(runs)
+    if compared.note:
+        console.print(compared.note)
+    scores, judged = compared.scores, compared.judged
     if len(runs) == 2:
         console.print(compare_table(scores[0][1], scores[1][1], (scores[0][0], scores[1][0])))
     console.print(side_by_side_table(scores))
