@@ -18,7 +18,7 @@ from lwm.agent.tasks import Task, get_task, task_context
 from lwm.backends import DEFAULT_SPEC, Backend, GenerateConfig
 from lwm.data.store import TrajectoryStore
 from lwm.envs import RecordTrajectory, SimEnv, TextEnv
-from lwm.envs.control import ControlSpec
+from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
 from lwm.model_options import ModelOptions
 from lwm.registry import get
@@ -123,7 +123,7 @@ class TaskEnv(gym.Wrapper):
 def make_task_env(task: str | Task, env: EnvKind = "real", model: str = DEFAULT_SPEC, *,
                   world_model: WorldModel | None = None, max_tokens: int = WORLD_MODEL_TOKENS,
                   store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
-                  control: ControlSpec | str | Path | None = None, record: bool = False,
+                  control: Control | ControlSpec | str | Path | None = None, record: bool = False,
                   provenance: dict[str, Any] | None = None, view: Callable[[str], str] | None = None) -> TaskEnv:
     """``task`` (an id or a Task) in the real environment or the simulator (``model`` or ``world_model``
     playing it), recorded into ``store`` (or in memory with ``record``), truncated after ``max_turns``,

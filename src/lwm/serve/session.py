@@ -21,7 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.task_env import TaskEnv, close_env, make_env
+from lwm.agent.task_env import close_env, make_task_env, recorder
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
@@ -101,9 +101,7 @@ class Session:
         """One run of the control spec across the session's episodes: each reset without a seed is the next
         episode, with perturbations of its own (a new one per episode would replay the first's)."""
 
-    def _make(self, task: Task | None, context: Context | None) -> gym.Env:
-        if task is not None:
-            return make_env(task, self.config.mode, self.world_model)
+    def _make(self, context: Context | None) -> gym.Env:
         if self.make is not None:
             return self.make(context)
         if not self.config.real:
@@ -131,9 +129,14 @@ class Session:
                       **({"task": self.task.id} if self.task else {})}
         if self.config.control is not None:
             provenance["control"] = self.config.control.model_dump(exclude_defaults=True)
-        self.env = wrap(self._make(self.task, context), self.config.store, self.config.max_turns, self.control,
-                        record=True, provenance=provenance)
-        self.stepper = TaskEnv(self.env, self.task) if self.task is not None else self.env
+        if self.task is not None:
+            self.stepper = make_task_env(self.task, self.config.mode, world_model=self.world_model,
+                                         store=self.config.store, max_turns=self.config.max_turns, control=self.control,
+                                         record=True, provenance=provenance)
+        else:
+            self.stepper = wrap(self._make(context), self.config.store, self.config.max_turns, self.control,
+                                record=True, provenance=provenance)
+        self.env = recorder(self.stepper)
         observation, info = self.stepper.reset(seed=seed)
         self.steps, self.done = 0, False
         self.last_used = time.monotonic()
