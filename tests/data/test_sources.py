@@ -1,10 +1,11 @@
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.data import read_trajectories, write_trajectories
-from lwm.data.sources import heldout_sources, source_of
+from lwm.data.sources import heldout_sources, source_of, split
 from lwm.types import Provenance
 from tests.samples import trajectory
 
@@ -87,3 +88,18 @@ def test_held_sources_make_the_same_held_out_file_after_the_corpus_grows(tmp_pat
     unknown = runner.invoke(app, ["data", "split", str(tmp_path / "grown.jsonl"), "--by", "source",
                                   "--hold", "mcp:nowhere", "--out", str(tmp_path / "x")])
     assert unknown.exit_code == 2 and "--hold names sources the data does not have: mcp:nowhere" in unknown.output
+
+
+def test_split_from_python_is_stable_per_trajectory_and_refuses_unknown_or_doubled_sources():
+    trajectories = [made("mcp", i, environment=f"mcp:server-{i % 5}") for i in range(40)]
+    by_trajectory = split(trajectories, 0.25, seed=3)
+    assert len(by_trajectory.train) + len(by_trajectory.heldout) == 40 and 0 < len(by_trajectory.heldout) < 40
+    assert split(list(reversed(trajectories)), 0.25, seed=3).heldout[::-1] == by_trajectory.heldout
+    by_source = split(trajectories, 0.4, seed=0, by="source", hold=["mcp:server-1"])
+    assert by_source.held_sources == {"mcp": {"mcp:server-1"}} and len(by_source.heldout) == 8
+    with pytest.raises(ValueError, match="does not have: mcp:nowhere"):
+        split(trajectories, 0.4, seed=0, by="source", keep=["mcp:nowhere"])
+    with pytest.raises(ValueError, match="both name mcp:server-1"):
+        split(trajectories, 0.4, seed=0, by="source", keep=["mcp:server-1"], hold=["mcp:server-1"])
+    with pytest.raises(ValueError, match="--by must be"):
+        split(trajectories, 0.4, seed=0, by="turn")

@@ -1,0 +1,24 @@
+"""Evaluating from Python (lwm.agent.evaluate): an eval folder resumes, and two folders pair task by task."""
+
+import pytest
+
+from lwm.agent.evaluate import compare_runs, eval_tasks
+from lwm.agent.tasks import tasks
+from lwm.runfolder import SettingsChanged
+
+
+def test_an_eval_folder_resumes_and_pairs_with_another(tmp_path):
+    chosen = tasks("search", "heldout", ["syscall-lookup"])[:3]
+    said = []
+    first = eval_tasks(chosen[:2], "sim", "expert", "mock", out=tmp_path / "a", max_steps=2)
+    again = eval_tasks(chosen, "sim", "expert", "mock", out=tmp_path / "a", max_steps=2, say=said.append)
+    assert [r.task for r in again] == [t.id for t in chosen] and again[:2] == first
+    assert said == [f"resuming: 2 of 3 episodes already in {tmp_path / 'a'}"]
+    with pytest.raises(SettingsChanged):
+        eval_tasks(chosen, "sim", "expert", "mock", out=tmp_path / "a", max_steps=3)
+    eval_tasks(chosen[:2], "sim", "reader", "mock", out=tmp_path / "b", max_steps=2)
+    (base, other), differ = compare_runs([tmp_path / "a", tmp_path / "b"])
+    assert (base.tasks, other.tasks, other.pairs, base.pairs) == (3, 2, 2, 3)
+    assert other.wins + other.ties + other.losses == 2 and base.diff == 0.0 and differ == set()
+    with pytest.raises(FileNotFoundError, match="no results.jsonl"):
+        compare_runs([tmp_path / "nowhere"])
