@@ -2,6 +2,8 @@
 
 1. Overhead: SimEnv.step through WorldModel with a zero-latency mock backend, against calling the
    mock backend directly with the same messages. Target: under 1 ms per step.
+   Recording: the same step through RecordTrajectory (what every face, the agent loop and collection record
+   with), against the bare SimEnv step, the two episodes stepped alternately. Target: under 0.1 ms per step.
 2. Embedded throughput: WorldModel.predict on the embedded llama.cpp model, against calling
    llama-cpp-python's create_chat_completion directly on the same messages and settings, runs
    interleaved, KV cache reset before each so both pay the full prompt. Target: at least 95%.
@@ -24,7 +26,7 @@ from rich.table import Table
 
 from lwm.backends import GenerateConfig, MockBackend
 from lwm.cache import GenerationCache
-from lwm.envs import SimEnv
+from lwm.envs import RecordTrajectory, SimEnv
 from lwm.types import Action, Context, Trajectory
 from lwm.worldmodel import WorldModel
 
@@ -55,6 +57,23 @@ def overhead(steps: int, cache: bool) -> tuple[float, float]:
         direct.append(time.perf_counter() - start)
     loop.close()
     return statistics.median(through) * 1e3, statistics.median(direct) * 1e3
+
+
+def recording(steps: int) -> tuple[float, float]:
+    """(median ms per recorded step, median ms per bare SimEnv.step), two episodes stepped alternately."""
+    def env() -> SimEnv:
+        return SimEnv(WorldModel(MockBackend(), cache=False), "terminal", Context(task="benchmark"))
+
+    recorded, bare = RecordTrajectory(env()), env()
+    recorded.reset(seed=0)
+    bare.reset(seed=0)
+    times: dict[str, list[float]] = {"recorded": [], "bare": []}
+    for i in range(steps):
+        for name, target in (("recorded", recorded), ("bare", bare))[:: 1 if i % 2 else -1]:
+            start = time.perf_counter()
+            target.step(step_action(i))
+            times[name].append(time.perf_counter() - start)
+    return statistics.median(times["recorded"]) * 1e3, statistics.median(times["bare"]) * 1e3
 
 
 def embedded(reps: int, max_tokens: int) -> tuple[float, float]:
@@ -115,6 +134,11 @@ def main() -> None:
                 table.add_row(f"SimEnv.step, mock, {steps}-step episode" + (", disk cache on" if cache else ""),
                               f"{lwm_ms:.3f} ms", f"{direct_ms:.3f} ms", f"{extra:.3f} ms", "< 1 ms",
                               "yes" if extra < 1.0 else "NO")
+        rounds = [recording(args.steps) for _ in range(args.rounds)]
+        recorded_ms, bare_ms = (statistics.median(r[k] for r in rounds) for k in (0, 1))
+        table.add_row(f"RecordTrajectory(SimEnv).step, mock, {args.steps}-step episode", f"{recorded_ms:.3f} ms",
+                      f"{bare_ms:.3f} ms", f"{recorded_ms - bare_ms:.3f} ms", "< 0.1 ms",
+                      "yes" if recorded_ms - bare_ms < 0.1 else "NO")
     if not args.skip_embedded:
         with console.status("embedded throughput (llama.cpp, interleaved)..."):
             lwm_rate, direct_rate = embedded(args.reps, args.max_tokens)
