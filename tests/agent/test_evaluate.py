@@ -22,3 +22,16 @@ def test_an_eval_folder_resumes_and_pairs_with_another(tmp_path):
     assert other.wins + other.ties + other.losses == 2 and base.diff == 0.0 and differ == set()
     with pytest.raises(FileNotFoundError, match="no results.jsonl"):
         compare_runs([tmp_path / "nowhere"])
+
+
+def test_a_run_over_several_seeds_pairs_by_task_and_seed(tmp_path):
+    chosen = tasks("search", "heldout", ["syscall-lookup"])[:2]
+    for policy in ("expert", "reader"):
+        for seed in (0, 1):
+            eval_tasks(chosen, "sim", policy, "mock", out=tmp_path / f"{policy}-{seed}", max_steps=2, seed=seed)
+    runs = [[tmp_path / f"{policy}-0", tmp_path / f"{policy}-1"] for policy in ("expert", "reader")]
+    (expert, reader), _ = compare_runs(runs)
+    assert (expert.tasks, reader.tasks, reader.pairs) == (4, 4, 4)
+    assert reader.run == f"{tmp_path / 'reader-0'}+{tmp_path / 'reader-1'}"
+    with pytest.raises(ValueError, match="repeats seed 0"):
+        compare_runs([[tmp_path / "expert-0", tmp_path / "reader-0"]])

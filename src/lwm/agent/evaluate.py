@@ -115,9 +115,10 @@ def eval_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: 
 
 @dataclass
 class ComparedRun:
-    """One eval folder against the first: its own mean reward, and the paired difference on the tasks both ran."""
+    """One run (eval folders of one policy) against the first: its own mean reward, and the paired difference on
+    the episodes both ran."""
 
-    run: Path
+    run: str
     settings: dict[str, Any]
     tasks: int
     mean: float | None
@@ -130,25 +131,41 @@ class ComparedRun:
     diff_se: float | None
 
 
-COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "env")
+COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "env", "control")
 """Settings two evals must share to be compared like for like."""
 
 
-def compare_runs(runs: Sequence[Path]) -> tuple[list[ComparedRun], set[str]]:
-    """Each eval folder paired task by task with the first; and the settings in which any differs from the first
-    (``COMPARED_SETTINGS``). Raises ``FileNotFoundError`` for a folder without results."""
+def _load_run(folders: Sequence[Path]) -> tuple[dict[tuple[int, str], EvalRow], dict[str, Any]]:
+    """One run's episodes keyed by (seed, task), from one eval folder or several (the same policy at other seeds)."""
+    rows: dict[tuple[int, str], EvalRow] = {}
+    settings: dict[str, Any] = {}
+    for folder in folders:
+        path = folder / "results.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder} has no results.jsonl (an lwm agent eval --out folder)")
+        settings = read_run(folder).get("eval") or {}
+        seed = int(settings.get("seed", 0))
+        if any(key[0] == seed for key in rows):
+            raise ValueError(f"{folder} repeats seed {seed} of another folder of the same run")
+        rows.update({(seed, r.task): r for r in JsonlFile(path, EvalRow).rows()})
+    return rows, settings
+
+
+def compare_runs(runs: Sequence[Path | Sequence[Path]]) -> tuple[list[ComparedRun], set[str]]:
+    """Each run paired episode by episode with the first, and the settings in which any differs from the first
+    (``COMPARED_SETTINGS``). A run is an eval folder, or several folders of one policy at different seeds (e.g.
+    under control, each seed perturbs other calls): episodes pair by task and seed. Raises ``FileNotFoundError``
+    for a folder without results, ``ValueError`` for one run's folders sharing a seed."""
     loaded = []
     for run in runs:
-        path = run / "results.jsonl"
-        if not path.is_file():
-            raise FileNotFoundError(f"{run} has no results.jsonl (an lwm agent eval --out folder)")
-        loaded.append((run, {r.task: r for r in JsonlFile(path, EvalRow).rows()}, read_run(run).get("eval") or {}))
+        folders = [run] if isinstance(run, Path) else list(run)
+        loaded.append(("+".join(str(f) for f in folders), *_load_run(folders)))
     _, base, base_settings = loaded[0]
     compared = []
-    for run, rows, settings in loaded:
+    for name, rows, settings in loaded:
         values = [r.reward for r in rows.values()]
-        diff = paired([rows[t].reward - base[t].reward for t in rows if t in base])
-        compared.append(ComparedRun(run, settings, len(rows), mean(values) if values else None,
+        diff = paired([rows[k].reward - base[k].reward for k in rows if k in base])
+        compared.append(ComparedRun(name, settings, len(rows), mean(values) if values else None,
                                     standard_error(values) or 0.0, diff["n"], diff["wins"], diff["ties"],
                                     diff["losses"], diff["mean"], diff["se"]))
     differ = {k for _, _, s in loaded[1:] for k in COMPARED_SETTINGS if s.get(k) != base_settings.get(k)}

@@ -166,21 +166,23 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
 
 
 @agent_app.command("compare")
-def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent eval --out folders; the first is the "
-                                                               "baseline.")]) -> None:
-    """Evals of several policies on the same tasks, task by task: each run's mean reward, and its paired
-    difference from the first run's on the tasks both ran (won / tied / lost, mean, standard error)."""
+def compare_cmd(runs: Annotated[list[str], typer.Argument(help="lwm agent eval --out folders; the first is the "
+                                                              "baseline. A+B+C: one policy's folders at several "
+                                                              "seeds, as one run.")]) -> None:
+    """Evals of several policies on the same tasks, episode by episode: each run's mean reward, and its paired
+    difference from the first run's on the episodes both ran (same task and seed; won / tied / lost, mean,
+    standard error)."""
     try:
-        compared, differ = compare_runs(runs)
-    except FileNotFoundError as exc:
+        compared, differ = compare_runs([[Path(p) for p in run.split("+")] for run in runs])
+    except (FileNotFoundError, ValueError) as exc:
         raise fail(str(exc), 2) from None
     table = Table(title=f"paired against {runs[0]} (reward: item F1 / checker)")
-    for col in ("run", "policy", "env", "tasks", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
+    for col in ("run", "policy", "env", "episodes", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
                 "mean diff", "± s.e."):
         table.add_column(col, justify="left" if col in ("run", "policy", "env") else "right")
     for c in compared:
         colour = "green" if c.diff > 0 else "red" if c.diff < 0 else "white"
-        table.add_row(str(c.run), c.settings.get("policy", "?"), c.settings.get("env", "?"), str(c.tasks),
+        table.add_row(c.run, c.settings.get("policy", "?"), c.settings.get("env", "?"), str(c.tasks),
                       "-" if c.mean is None else f"{c.mean:.3f}", f"{c.se:.3f}", str(c.pairs),
                       f"{c.wins}/{c.ties}/{c.losses}", f"[{colour}]{c.diff:+.3f}[/]",
                       "-" if c.diff_se is None else f"{c.diff_se:.3f}")
