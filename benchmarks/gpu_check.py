@@ -110,17 +110,18 @@ class Counting:
     def __init__(self, policy: Any):
         self.policy, self.name, self.tokens, self.seconds = policy, policy.name, 0, 0.0
 
-    def act(self, conversations: Any) -> list[str]:
+    def act(self, episodes: Any) -> list[str]:
         started = time.perf_counter()
-        replies = self.policy.act(conversations)
+        replies = self.policy.act(episodes)
         self.seconds += time.perf_counter() - started
         self.tokens += sum(len(self.policy.tokenizer(r, add_special_tokens=False)["input_ids"]) for r in replies)
         return replies
 
 
 def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
-    from lwm.agent.loop import run_episodes, sim_world_model
+    from lwm.agent.loop import run_episodes
     from lwm.agent.policy import LocalPolicy
+    from lwm.agent.task_env import sim_world_model
     from lwm.agent.tasks import tasks
 
     chosen = tasks("search", "train")

@@ -79,7 +79,7 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
 
     from transformers import AutoTokenizer
 
-    from lwm.agent.loop import sim_world_model
+    from lwm.agent.task_env import sim_world_model
     from lwm.agent.tasks import tasks
     from lwm.agent.train import AgentRLConfig, make_rollout, vllm_defaults
 
