@@ -14,8 +14,11 @@ mkdir -p "$EV"
 [ -s $A/demos-mcp.jsonl ] || $LWM agent demos --domain mcp --out $A/demos-mcp.jsonl
 [ -d $A/sft-mcp/final ] || $LWM train sft --config configs/agent/sft-mcp.yaml
 
+# An arm is done when a checkpoint reached STEPS: one stopped by MINUTES also writes final, and goes on when rerun.
+reached() { python3 -c "import json,glob,sys; sys.exit(max([json.load(open(f))['global_step'] for f in
+  glob.glob('$1/checkpoint-*/trainer_state.json')] or [0]) < $STEPS)"; }
 for arm in rl-mcp-sim rl-mcp-sim-control; do
-  [ -d $A/$arm-$TAG/final ] || $LWM agent train --config configs/agent/$arm.yaml \
+  reached $A/$arm-$TAG || $LWM agent train --config configs/agent/$arm.yaml \
       --set output_dir=$A/$arm-$TAG --set learning_rate=$LR --set max_steps=$STEPS --set max_minutes=$MINUTES \
       2>&1 | tee -a $A/$arm-$TAG.log
 done
