@@ -47,8 +47,22 @@ def test_malformed_edits_fall_back_to_the_base_and_say_why():
     for answer, why in cases.items():
         applied = apply_answer(answer, ["x", SCREEN])
         assert applied.status == "malformed" and applied.content == SCREEN and why in (applied.error or ""), answer
+    # a first turn has no previous observation: the edit's own REPLACE text stands, then the initial state
     first_turn = apply_answer(edit("previous", ("a", "b")), [])
-    assert first_turn.status == "malformed" and first_turn.content == ""
+    assert first_turn.status == "malformed" and first_turn.content == "b"
+    assert apply_answer("@edit example 2", [], [], initial="$ ").content == "$ "
+
+
+def test_a_first_turn_edit_applies_to_the_initial_state():
+    applied = apply_answer(edit("previous", ("", "total 0\n$ ")), [], initial="user@box:~$ ls")
+    assert applied.status == "applied" and applied.content == "user@box:~$ ls\ntotal 0\n$ "
+
+
+def test_a_cut_answer_closes_its_last_block_where_the_text_ends():
+    cut = "@edit previous\n<<<<<<< SEARCH\nuser@sandbox:~$\n=======\nuser@sandbox:~$ ls\nx"
+    assert apply_answer(cut, [SCREEN]).status == "malformed"
+    applied = apply_answer(cut, ["a\nuser@sandbox:~$"], cut=True)
+    assert applied.status == "applied" and applied.content == "a\nuser@sandbox:~$ ls\nx"
 
 
 def test_a_whole_answer_is_left_as_it_is():

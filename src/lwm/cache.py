@@ -44,7 +44,10 @@ def _digest(text: str) -> bytes:
 
 def cache_key(model: str, messages: list[Message], config: GenerateConfig) -> str:
     # A greedy answer does not depend on the seed: episodes seeded apart still share it.
-    settings = config.model_dump(exclude={"seed"} if config.temperature == 0 else None)
+    # Settings added later are left out at their defaults, so earlier keys stay valid.
+    exclude = ({"seed"} if config.temperature == 0 else set()) | (set() if config.json_only else {"json_only"}) | \
+        (set() if not config.stop_loops else {"stop_loops"})
+    settings = config.model_dump(exclude=exclude)
     key = hashlib.sha256(json.dumps([model, settings]).encode("utf-8"))
     key.update(b"".join(m["role"].encode() + _digest(m["content"]) for m in messages))
     return key.hexdigest()

@@ -36,6 +36,11 @@ class Conversation:
     system: str | None
     pairs: Sequence[tuple[str, str]]
     current: str | None = None
+    initial: str = ""
+    """What the environment showed before the first action (the context's initial state): the base an edit of
+    the first turn names as ``previous``."""
+    json_tools: frozenset[str] = frozenset()
+    """Tools whose results the context declares JSON (an MCP ``outputSchema``)."""
 
     def messages(self) -> list[Message]:
         """Every message, nothing dropped (``fit`` for a model's window)."""
@@ -98,7 +103,10 @@ def conversation(domain: Domain, context: Context, turns: Sequence[Turn], action
     """``turns`` then ``action`` (None: the session so far, e.g. for pre-training text) as a Conversation."""
     pairs = [render_turn(domain, turn, i) for i, turn in enumerate(turns, start=1)]
     current = domain.render_action(action, len(pairs) + 1) if action is not None else None
-    return Conversation(domain.system_prompt(context, compact=compact, prompts_dir=prompts_dir), pairs, current)
+    json_tools = frozenset(str(t.get("function", t).get("name")) for t in context.tools or ()
+                           if isinstance(t, dict) and (t.get("outputSchema") or t.get("output_schema")))
+    return Conversation(domain.system_prompt(context, compact=compact, prompts_dir=prompts_dir), pairs, current,
+                        str(context.initial_state or domain.initial_state or ""), json_tools)
 
 
 def fit(conv: Conversation, budget: Budget | None = None) -> Prompt:

@@ -60,7 +60,7 @@ def is_edit(answer: str) -> bool:
     return HEAD.match(answer.lstrip().split("\n", 1)[0]) is not None
 
 
-def _base(name: str, history: Sequence[str], examples: Sequence[str]) -> str:
+def _base(name: str, history: Sequence[str], examples: Sequence[str], initial: str = "") -> str:
     match = BASE.match(name.strip())
     if match is None:
         raise EditError(f"unknown base {name!r} (previous, turn K or example N)")
@@ -74,12 +74,16 @@ def _base(name: str, history: Sequence[str], examples: Sequence[str]) -> str:
             raise EditError(f"no turn {turn} in a session of {len(history)} earlier turns")
         return history[int(turn) - 1]
     if not history:
+        if initial:
+            return initial  # the first turn's previous observation is what the session showed at its start
         raise EditError("no previous observation to edit (the session's first turn)")
     return history[-1]
 
 
-def parse_blocks(body: str) -> list[tuple[str, str]]:
-    """The (search, replace) pairs of an edit body; raises EditError on a block left open or stray text."""
+def parse_blocks(body: str, close_open: bool = False) -> list[tuple[str, str]]:
+    """The (search, replace) pairs of an edit body; raises EditError on a block left open or stray text.
+    ``close_open``: the answer was cut (a loop stopped, the token cap), so a last block open after its divider
+    ends where the text ends."""
     blocks: list[tuple[str, str]] = []
     lines = body.split("\n")
     i = 0
@@ -91,7 +95,10 @@ def parse_blocks(body: str) -> list[tuple[str, str]]:
             raise EditError(f"expected {SEARCH!r}, found {lines[i][:60]!r}")
         try:
             divider = next(j for j in range(i + 1, len(lines)) if lines[j].rstrip() == DIVIDER)
-            end = next(j for j in range(divider + 1, len(lines)) if lines[j].rstrip() == REPLACE)
+            end = next((j for j in range(divider + 1, len(lines)) if lines[j].rstrip() == REPLACE),
+                       len(lines) if close_open else None)
+            if end is None:
+                raise StopIteration
         except StopIteration:
             raise EditError("a block is not closed (SEARCH, ======= and REPLACE lines)") from None
         blocks.append(("\n".join(lines[i + 1:divider]), "\n".join(lines[divider + 1:end])))
@@ -125,20 +132,39 @@ def apply_blocks(base: str, blocks: Sequence[tuple[str, str]]) -> str:
     return text
 
 
-def apply_answer(answer: str, history: Sequence[str], examples: Sequence[str] = ()) -> Applied:
+def replacements(body: str) -> str:
+    """The text an edit's REPLACE parts hold, joined: what the model meant to stand in the observation, for a
+    first turn whose edit names nothing it can apply to."""
+    kept, inside = [], False
+    for line in body.split("\n"):
+        if line.rstrip() == DIVIDER:
+            inside = True
+        elif line.rstrip() in (REPLACE, SEARCH):
+            inside = False
+        elif inside:
+            kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
+def apply_answer(answer: str, history: Sequence[str], examples: Sequence[str] = (), initial: str = "",
+                 cut: bool = False) -> Applied:
     """The whole observation ``answer`` stands for, given the session's earlier observations (``history``,
-    oldest first, markers removed) and the retrieved examples' observations the prompt showed."""
+    oldest first, markers removed), the retrieved examples' observations the prompt showed and what the session
+    showed before its first action (``initial``). ``cut``: the answer was stopped before its end.
+
+    An edit that cannot be applied falls back, in order, to the previous observation, to the text its REPLACE
+    parts hold (a first turn has nothing else), to the session's initial state; its status says so."""
     head, _, body = answer.lstrip().partition("\n")
     match = HEAD.match(head)
     if match is None:
         return Applied(answer, "whole")
     name = (match.group(1) or "previous").strip()
-    fallback = history[-1] if history else ""
     try:
-        base = _base(name, history, examples)
-        blocks = parse_blocks(body)
+        base = _base(name, history, examples, initial)
+        blocks = parse_blocks(body, close_open=cut)
         return Applied(apply_blocks(base, blocks), "applied", name, len(blocks))
     except EditError as exc:
+        fallback = next((text for text in (history[-1] if history else "", replacements(body), initial) if text), "")
         return Applied(fallback, "malformed", name, 0, str(exc))
 
 

@@ -30,6 +30,7 @@ class ModelOptions:
     retrieve: list[Path] | None = None
     no_retrieve: bool = False
     examples: int = 2
+    examples_when: str | None = None
 
     def world_model(self, concurrency: int | None = None) -> WorldModel:
         """The WorldModel these options describe (``concurrency``: requests in flight, for servers)."""
@@ -37,7 +38,8 @@ class ModelOptions:
         return WorldModel(self.model, config=config, cache=not self.no_cache, prompts_dir=self.prompts_dir,
                           base_url=self.base_url, api_key=self.api_key, concurrency=concurrency,
                           timeout=self.timeout, max_retries=self.retries, guard=self.guard, edits=self.edits,
-                          retriever=self.retriever(), examples=self.examples)
+                          retriever=self.retriever(), examples=self.examples,
+                          examples_when=self.examples_when)
 
     def retriever(self) -> Any:
         """The transition index of ``--retrieve`` (built once into the cache, said so); False for

@@ -322,9 +322,25 @@ def same_tool_note(turn: int, name: str) -> str:
     return f"Turn {turn} called `{name}` too: its observation is the likeliest base (`@edit turn {turn}`).\n\n"
 
 
+EXAMPLES_WHEN = ("every-step", "no-base")
+"""When a prompt shows retrieved transitions: at every step (as lwm-mini v3.1 was trained), or only where the
+session has nothing to copy from yet (its first turn; a tool call whose tool it has not called before)."""
+
+
+def needs_examples(conv: Conversation, when: str) -> bool:
+    """Whether this step's prompt shows retrieved transitions (``EXAMPLES_WHEN``). Examples sit in the last
+    user message, which changes every step, so each step evaluates them anew: ~650 tokens, most of a later
+    step's cost on a CPU (benchmarks/sim_session.py)."""
+    if when not in EXAMPLES_WHEN:
+        raise ValueError(f"examples when {when!r}? one of {', '.join(EXAMPLES_WHEN)}")
+    if when == "every-step" or not conv.pairs:
+        return True
+    return tool_name(action_text(conv.current or "")) is not None and same_tool_turn(conv) is None
+
+
 def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retriever: TransitionIndex | None = None,
-          examples: int = 2, exclude: Collection[str] = (),
-          exclude_sources: Collection[str] = ()) -> tuple[Conversation, list[Transition]]:
+          examples: int = 2, exclude: Collection[str] = (), exclude_sources: Collection[str] = (),
+          when: str = "every-step") -> tuple[Conversation, list[Transition]]:
     """``conv`` as lwm's own models are asked, and the transitions shown. How to answer with edits goes into
     the system prompt, which stays the same from step to step (a server reuses the previous step's prefix);
     what changes every step goes into the last user message, before the action: the retrieved real
@@ -335,7 +351,7 @@ def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retrie
     if conv.system is None or conv.current is None or (not edits and retriever is None):
         return conv, []
     shown: list[Transition] = []
-    if retriever is not None and domain is not None:
+    if retriever is not None and domain is not None and needs_examples(conv, when):
         before = strip_marker(conv.pairs[-1][1]) if conv.pairs else ""
         shown = retriever.search(domain, action_text(conv.current), before, examples, exclude_trajectories=exclude,
                                  exclude_sources=exclude_sources)

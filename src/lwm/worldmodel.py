@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lwm import forms
 from lwm.backends import Backend, GenerateConfig, Message, load_backend
 from lwm.cache import GenerationCache, cache_key
 from lwm.conversation import (
@@ -30,9 +31,10 @@ from lwm.conversation import (
 )
 from lwm.domains import Domain, get_domain
 from lwm.edits import Applied, apply_answer
+from lwm.forms import CUT, Form
 from lwm.guard import Ledger
 from lwm.parsing import parse_answer, strip_marker
-from lwm.retrieval import TransitionIndex, guide, packaged_index
+from lwm.retrieval import TransitionIndex, action_text, guide, packaged_index, tool_name
 from lwm.types import Action, Observation, Trajectory
 
 __all__ = ["MESSAGE_OVERHEAD", "ContextOverflowError", "Prompt", "WorldModel", "run_sync"]
@@ -51,9 +53,11 @@ class WorldModel:
         stop_at_answer: bool | None = None,
         guard: bool = False,
         guard_retries: int = 2,
+        well_formed: bool = True,
         edits: bool | None = None,
         retriever: TransitionIndex | bool | None = None,
         examples: int = 2,
+        examples_when: str | None = None,
         **backend_options: Any,
     ):
         self.backend: Backend = backend if backend is not None and not isinstance(backend, str) \
@@ -68,6 +72,8 @@ class WorldModel:
             self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
         self.guard, self.guard_retries = guard, guard_retries
+        self.well_formed = well_formed
+        """Repair answers as ``lwm.forms`` says (a loop cut, JSON where JSON is expected, ...), each counted."""
         # Edits (lwm.edits) are asked for only when ``edits``; an edit answer is applied whatever asked for it.
         # None: as the model was trained to be asked (a packaged lwm model: edits, and its own transitions
         # retrieved); False turns either off; an index replaces the model's own.
@@ -77,6 +83,9 @@ class WorldModel:
             retriever = packaged_index(Path(asked["transitions"]))
         self.retriever: TransitionIndex | None = retriever if isinstance(retriever, TransitionIndex) else None
         self.examples = examples
+        # Retrieved examples at every step, or only where the session has nothing to copy from yet (lwm.retrieval
+        # .EXAMPLES_WHEN); None: as the model's manifest says, else every step.
+        self.examples_when = examples_when or asked.get("examples_when") or "every-step"
 
     # --- messages ------------------------------------------------------------------------------
     def budget(self, reserve: int | None = None) -> Budget:
@@ -108,36 +117,83 @@ class WorldModel:
     async def complete(self, conv: Conversation, domain: Domain | None = None,
                        config: GenerateConfig | None = None, exclude: Collection[str] = ()) -> Observation:
         """Ask the model about a laid-out session (e.g. a benchmark sample), inside its window; parse and
-        cache the answer, and apply it when it is an edit. ``exclude``: trajectory ids retrieval must not
-        show (the session's own, in an evaluation)."""
+        cache the answer, apply it when it is an edit, and make it well-formed (``lwm.forms``). ``exclude``:
+        trajectory ids retrieval must not show (the session's own, in an evaluation)."""
         guided, shown = self.guided(conv, domain, exclude)
         history = [strip_marker(assistant) for _, assistant in conv.pairs]
         examples = [t.after for t in shown]
 
-        def resolve(content: str) -> Applied:
-            return apply_answer(content, history, examples)
+        def resolve(content: str, cut: bool) -> Applied:
+            return apply_answer(content, history, examples, conv.initial, cut)
 
-        prompt = fit(guided, self.budget(None if config is None else config.max_tokens))
+        config = config or self.config
+        prompt = fit(guided, self.budget(config.max_tokens))
         observation = await self.generate(prompt.messages, domain, config, resolve)
+        if self.well_formed and conv.current is not None:
+            observation = await self._well_formed(conv, prompt.messages, observation, domain, config, resolve,
+                                                  history, shown)
         if self.guard and conv.current is not None:
-            observation = await self._guarded(conv, prompt.messages, observation, domain, config or self.config,
-                                              resolve)
+            observation = await self._guarded(conv, prompt.messages, observation, domain, config, resolve)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
         if shown:
             metadata["retrieved"] = [f"{t.trajectory}-t{t.turn}" for t in shown]
         return observation.model_copy(update={"metadata": metadata})
 
+    async def _well_formed(self, conv: Conversation, messages: list[Message], first: Observation,
+                           domain: Domain | None, config: GenerateConfig, resolve: Callable[[str, bool], Applied],
+                           history: list[str], shown: list[Any]) -> Observation:
+        """The repairs that ask the model again (``lwm.forms``): JSON where the result is JSON (constrained
+        decoding), no HTML where the session has none (a resample, then the markup removed), never empty (a
+        resample, then the previous observation or the initial state). Each is said in ``metadata["form"]``."""
+        observation, form = first, dict(first.metadata.get("form") or {})
+        resample = config.model_copy(update={"temperature": max(config.temperature, 0.7),
+                                             "seed": (config.seed or 0) + 7919})
+        tool = tool_name(action_text(conv.current or ""))
+        if tool is not None:
+            results = [strip_marker(a) for u, a in conv.pairs if tool_name(action_text(u)) == tool]
+            same = [t.after for t in shown if tool_name(t.action) == tool]
+            if forms.expects_json(results, same, tool in conv.json_tools) and not forms.is_json(observation.content):
+                constrained = await self.generate(messages, domain, config.model_copy(update={"json_only": True}),
+                                                  resolve)
+                if forms.is_json(constrained.content):
+                    observation, form["json"] = constrained, "constrained"
+                else:
+                    form["json"] = "not json"
+        if domain is not None and domain.name != "web" and forms.is_html(observation.content) and \
+                not forms.wants_html([*history, *(t.after for t in shown)]):
+            again = await self.generate(messages, domain, resample, resolve)
+            if again.content.strip() and not forms.is_html(again.content):
+                observation, form["html"] = again, "resampled"
+            else:
+                observation = observation.model_copy(update={"content": forms.html_text(observation.content)})
+                form["html"] = "stripped"
+        if not observation.content.strip():
+            again = await self.generate(messages, domain, resample, resolve)
+            kept = [("previous", history[-1] if history else ""), ("initial", conv.initial),
+                    ("example", shown[0].after if shown else "")]
+            if again.content.strip():
+                observation, form["empty"] = again, "resampled"
+            elif found := next(((name, text) for name, text in kept if text.strip()), None):
+                observation, form["empty"] = observation.model_copy(update={"content": found[1]}), found[0]
+            else:  # nothing to copy at all: ask without lwm's guidance, for a whole answer
+                plain = await self.generate(fit(conv, self.budget(config.max_tokens)).messages, domain, config,
+                                            resolve)
+                observation, form["empty"] = plain, "unguided" if plain.content.strip() else "none"
+        if form:
+            observation = observation.model_copy(update={"metadata": {**observation.metadata, "form": form}})
+        return observation
+
     def guided(self, conv: Conversation, domain: Domain | None,
                exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:
         """``conv`` with lwm's own guidance (``lwm.retrieval.guide``: how to answer with edits in the system
         prompt; the retrieved real transitions in the last user message), and the transitions shown."""
         return guide(conv, domain.name if domain else None, edits=self.edits, retriever=self.retriever,
-                     examples=self.examples, exclude=exclude)
+                     examples=self.examples, exclude=exclude, when=self.examples_when)
 
     async def _guarded(self, conv: Conversation, messages: list[Message], first: Observation,
                        domain: Domain | None, config: GenerateConfig,
-                       resolve: Callable[[str], Applied] | None = None) -> Observation:
+                       resolve: Callable[[str, bool], Applied] | None = None) -> Observation:
         """The consistency guard (``lwm.guard``): sample again while the answer contradicts what the session
         fixed, keep the candidate with the fewest conflicts, and repair what is left where that is certain."""
         ledger = Ledger.from_pairs(conv.pairs)
@@ -161,9 +217,11 @@ class WorldModel:
 
     async def generate(self, messages: list[Message], domain: Domain | None = None,
                        config: GenerateConfig | None = None,
-                       resolve: Callable[[str], Applied] | None = None) -> Observation:
+                       resolve: Callable[[str, bool], Applied] | None = None) -> Observation:
         """Ask the model with ready messages as they are (no fitting); parse and cache the answer.
-        ``resolve`` turns an edit answer into the whole observation (``complete`` knows the bases)."""
+        ``resolve`` turns an edit answer into the whole observation (``complete`` knows the bases); with it, the
+        answer is also cleaned as lwm's own sessions read it (a loop cut, lwm's example truncation mark
+        removed); without it (a published protocol's request) the answer is parsed as it is."""
         config = config or self.config
         use_cache = self.cache is not None and config.deterministic
         key = cache_key(self.backend.name, messages, config) if use_cache else ""
@@ -173,16 +231,27 @@ class WorldModel:
             generation = await self.backend.generate(messages, config)
             if use_cache:
                 self.cache.put(key, self.backend.name, generation)
-        parsed = (domain.parse if domain else parse_answer)(generation.text, reasoning=generation.reasoning)
-        applied = resolve(parsed.content) if resolve is not None else Applied(parsed.content, "whole")
+        text, form = generation.text, Form()
+        cut = generation.finish_reason in CUT
+        if resolve is not None and self.well_formed and cut:
+            text, form.loop = forms.trim_loop(text)
+        parsed = (domain.parse if domain else parse_answer)(text, reasoning=generation.reasoning)
+        applied = resolve(parsed.content, cut) if resolve is not None else Applied(parsed.content, "whole")
+        content = applied.content
+        if resolve is not None and self.well_formed:
+            content, form.truncation_mark = forms.strip_truncation_mark(content)
         metadata: dict[str, Any] = {
             "model": self.backend.name, "parse": parsed.status, "cached": cached,
             "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
             "finish_reason": generation.finish_reason,
         }
+        if generation.reused_tokens is not None:
+            metadata["reused_tokens"] = generation.reused_tokens
         if applied.status != "whole":
             metadata["edit"] = applied.metadata()
-        return Observation(content=applied.content, raw=generation.text, reasoning=parsed.reasoning, metadata=metadata)
+        if form.metadata():
+            metadata["form"] = form.metadata()
+        return Observation(content=content, raw=generation.text, reasoning=parsed.reasoning, metadata=metadata)
 
     async def predict_many(self, items: Iterable[tuple[Trajectory, Action | Any]]) -> list[Observation]:
         """Predictions for many (trajectory, action) pairs, run concurrently, in input order."""

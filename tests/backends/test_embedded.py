@@ -119,9 +119,9 @@ async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behin
     assert backend.llama is not None  # loaded before any call starts
     started, tokens, stop_when = [], [], embedded._stop_when
 
-    def spy(cancel, eos):
+    def spy(cancel, eos, **options):
         started.append(cancel)
-        (processors := stop_when(cancel, eos)).insert(0, lambda ids, scores: tokens.append(1) or scores)
+        (processors := stop_when(cancel, eos, **options)).insert(0, lambda ids, scores: tokens.append(1) or scores)
         return processors
 
     monkeypatch.setattr(embedded, "_stop_when", spy)
@@ -134,7 +134,7 @@ async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behin
     for call in calls:
         call.cancel()
     await asyncio.gather(*calls, return_exceptions=True)
-    model_lock = embedded._load(*backend._args)[1]
+    model_lock = backend._model().lock
     assert model_lock.acquire(timeout=120)  # the worker threads let go of the model once they stop
     model_lock.release()
     assert all(call.cancelled() for call in calls)
@@ -155,37 +155,63 @@ async def test_the_kv_state_cache_restores_an_earlier_prefix_and_answers_the_sam
         out = [await backend.generate(m, config) for m in (first, other, first)]
         answers[name] = [g.text for g in out]
     assert answers["cached"] == answers["plain"]
-    assert cached.llama.cache is not None and len(cached.llama.cache.cache_state) >= 2 and plain.llama.cache is None
+    states = cached._model().states
+    assert states is not None and states.saves >= 1 and states.restores >= 1 and plain._model().states is None
 
 
-def test_a_cancel_during_prompt_evaluation_stops_it_there():
-    """Ctrl+C in a long prompt's evaluation (tens of seconds for an 8k-token sample on a CPU): llama.cpp's abort
-    callback ends the evaluation at once instead of after it; the model then answers as before."""
-    import threading
-
-    backend = EmbeddedBackend(n_ctx=8192, state_cache_mb=0)
-    llm = backend.llama
-    long = [{"role": "user", "content": " ".join(f"row {i} of the table holds the value {i * 7}" for i in range(400))}]
-    prompt_tokens = backend.count_tokens(long[0]["content"])
+def test_a_session_step_evaluates_only_its_new_tokens_and_saves_no_state():
+    """A session's next prompt extends the last one: the KV cache keeps the prefix, and nothing is saved
+    (saving is for a prompt that would overwrite another session's context)."""
+    backend = EmbeddedBackend(n_ctx=2048, state_cache_mb=256)
     config = GenerateConfig(temperature=0.0, seed=0, max_tokens=8)
-    short = [{"role": "user", "content": "Say hello."}]
-    before = backend._complete(short, config).text
-    cancel = threading.Event()
-    evaluated: list[int] = []
-    eval_batch = llm.eval
+    messages = [{"role": "system", "content": "You simulate a Linux terminal. " * 20},
+                {"role": "user", "content": "ls -la"}]
+    first = backend._complete(messages, config)
+    saved = backend._model().states.saves  # the model (and its states) is shared with other tests' backends
+    messages += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "pwd"}]
+    second = backend._complete(messages, config)
+    assert second.reused_tokens >= first.prompt_tokens - 1 and second.prompt_tokens - second.reused_tokens < 40
+    assert backend._model().states.saves == saved
 
-    def watched(tokens):  # cancel once the evaluation is under way (after its first batch)
-        if not evaluated:
-            threading.Timer(0.2, cancel.set).start()
-        evaluated.append(len(tokens))
-        return eval_batch(tokens)
 
-    llm.eval = watched
-    try:
-        with pytest.raises(embedded.GenerationCancelled):
-            backend._complete(long, config, cancel)
-    finally:
-        del llm.eval
-    assert evaluated and evaluated[0] >= prompt_tokens > 2000
-    assert llm.n_tokens < prompt_tokens  # stopped inside the prompt, not after it
-    assert backend._complete(short, config).text == before
+def test_a_looping_answer_is_stopped_where_it_starts_to_repeat():
+    backend = EmbeddedBackend(n_ctx=2048)
+    messages = [{"role": "user", "content": "Write the line 'ok ok ok' one hundred times, nothing else."}]
+    config = GenerateConfig(temperature=0.0, seed=0, max_tokens=400)
+    looped = backend._complete(messages, config)
+    whole = backend._complete(messages, config.model_copy(update={"stop_loops": False}))
+    assert looped.finish_reason == "loop" and looped.completion_tokens < 120
+    assert whole.completion_tokens > looped.completion_tokens and whole.text.startswith(looped.text[:40])
+
+
+def test_json_only_answers_one_json_value():
+    import json
+
+    backend = EmbeddedBackend(n_ctx=2048)
+    messages = [{"role": "user", "content": "Describe a cat."}]
+    out = backend._complete(messages, GenerateConfig(temperature=0.0, seed=0, max_tokens=48, json_only=True))
+    assert out.finish_reason == "length" or json.loads(out.text) is not None
+    assert out.text.lstrip()[:1] in "{[\"" or out.text.lstrip()[:1].isdigit()
+
+
+def test_lwm_mini_runs_merged_into_its_base_and_agrees_with_the_run_time_adapter():
+    """The merged Q8_0 model (built once into the cache) writes what base + run-time adapter write on the
+    sessions it was trained for (the committed bench sample's terminal prompts: the first line of the answer)."""
+    from pathlib import Path
+
+    from lwm.bench.data import load_samples
+    from lwm.domains import get_domain
+    from lwm.worldmodel import run_sync
+
+    merged, runtime = EmbeddedBackend("lwm-mini"), EmbeddedBackend("lwm-mini", merge=False)
+    assert "#merged-q8_0" in merged.name and merged.name != runtime.name
+    assert "merged" in merged.llama.model_path and runtime.llama.model_path.endswith("Q4_1.gguf")
+    data = Path(__file__).parents[2] / "data" / "bench-sample"
+    samples = [s for s in load_samples(data) if s.domain == "terminal"][:4]
+    config = GenerateConfig(max_tokens=48)
+    first_lines = {}
+    for name, backend in (("merged", merged), ("runtime", runtime)):
+        wm = WorldModel(backend, cache=False, examples_when="no-base")
+        first_lines[name] = [run_sync(wm.complete(s.conversation(), get_domain("terminal"), config)).content
+                             .split("\n")[0] for s in samples]
+    assert sum(a == b for a, b in zip(*first_lines.values(), strict=True)) >= 3, first_lines

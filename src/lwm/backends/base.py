@@ -24,6 +24,11 @@ class GenerateConfig(BaseModel):
     seed: int | None = 0
     top_p: float | None = None
     stop: tuple[str, ...] | None = None
+    json_only: bool = False
+    """The answer must be one JSON value (grammar-constrained where the backend can, else asked for)."""
+    stop_loops: bool = True
+    """A backend that watches its tokens (embedded) ends an answer that starts repeating itself; off for a
+    published protocol's requests, answered as the reference script's server would."""
 
     @property
     def deterministic(self) -> bool:
@@ -36,6 +41,8 @@ class Generation(BaseModel):
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reused_tokens: int | None = None
+    """Prompt tokens the backend did not evaluate again (kept in its KV cache from an earlier prompt)."""
 
 
 class BackendError(RuntimeError):

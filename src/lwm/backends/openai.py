@@ -135,6 +135,8 @@ class OpenAIBackend:
             body["top_p"] = config.top_p
         if config.stop:
             body["stop"] = list(config.stop)
+        if config.json_only:
+            body["response_format"] = {"type": "json_object"}
         servers = self._session()
         tried: set[int] = set()
         retrying = AsyncRetrying(

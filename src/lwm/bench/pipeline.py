@@ -183,6 +183,7 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
                           "seed": options.seed, "max_tokens": budgets or options.max_tokens, "data": digest(data),
                           "protocol": protocol.revision if protocol else None, "guard": options.guard or None,
                           "edits": wm.edits or None, "examples": options.examples if wm.retriever else None,
+                          "examples_when": wm.examples_when if wm.retriever else None,
                           "retrieve": wm.retriever.inputs if wm.retriever else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE], reporter)
     update_run(out, data=str(data.resolve()))

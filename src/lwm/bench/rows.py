@@ -44,6 +44,12 @@ class Prediction(BaseModel):
     error_message: str | None = Field(default=None, validation_alias=AliasChoices("error_message", "error"))
     never_fits: bool | None = None
     """The sample cannot fit the model's window with these settings: a rerun would fail the same way."""
+    finish_reason: str | None = None
+    """Why the answer ended: ``stop``, ``length`` (the token cap), ``loop`` (stopped repeating itself)."""
+    edit: dict[str, Any] | None = None
+    """An edit answer's status (``applied`` or ``malformed`` with its error and fallback), as lwm.edits says."""
+    form: dict[str, Any] | None = None
+    """What was repaired to make the answer well-formed (lwm.forms: a loop cut, JSON constrained, ...)."""
 
     @property
     def key(self) -> str:

@@ -98,7 +98,7 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             config = wm.config.model_copy(update={"max_tokens": wanted}) if budgets else None
             return await wm.complete(sample.conversation(), domain, config, exclude={sample.trajectory_id})
         messages = protocol.inference_messages(sample)
-        config = wm.config.model_copy(update={"max_tokens": wm.answer_room(messages, wanted)})
+        config = wm.config.model_copy(update={"max_tokens": wm.answer_room(messages, wanted), "stop_loops": False})
         return await wm.generate(messages, domain, config)
 
     async def one(sample: BenchSample) -> Prediction:
@@ -108,12 +108,16 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
             try:
                 obs = await predict(sample)
                 tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG
-                # An edit answer is judged as the whole observation lwm made of it; any other as published.
-                extracted = obs.content if "edit" in obs.metadata else published_output(obs.raw or "", tag)
+                # An edit or a repaired answer is judged as the whole observation lwm made of it; any other as
+                # published.
+                made = "edit" in obs.metadata or "form" in obs.metadata
+                extracted = obs.content if made else published_output(obs.raw or "", tag)
                 row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
                                                  extracted_output=extracted,
                                                  parse=obs.metadata["parse"], cached=obs.metadata["cached"],
-                                                 model=obs.metadata["model"]))
+                                                 model=obs.metadata["model"],
+                                                 finish_reason=obs.metadata.get("finish_reason"),
+                                                 edit=obs.metadata.get("edit"), form=obs.metadata.get("form")))
             except ContextOverflowError as exc:
                 row = row.model_copy(update={"error_message": str(exc), "never_fits": True})
             except BackendError as exc:

@@ -43,10 +43,14 @@ Retrieve = Annotated[list[Path] | None, typer.Option(help="Show the model the ne
 NoRetrieve = Annotated[bool, typer.Option("--no-retrieve", help="Show no retrieved transitions, not even the "
                                           "model's own.")]
 Examples = Annotated[int, typer.Option(help="With --retrieve: how many real transitions each prompt shows.")]
+ExamplesWhen = Annotated[str | None, typer.Option(
+    help="When prompts show retrieved transitions: every-step, or no-base (only where the session has nothing "
+         "to copy from yet: its first turn, a tool's first call). Default: as the model's manifest says.",
+    show_default=False)]
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,
              "retries": Retries, "guard": Guard, "edits": Edits, "retrieve": Retrieve, "no_retrieve": NoRetrieve,
-             "examples": Examples}
+             "examples": Examples, "examples_when": ExamplesWhen}
 INTERACTIVE = {"timeout": 30.0, "retries": 1}
 """Server patience for commands a person waits on (simulate, shell): a hung server fails in about a minute."""
 

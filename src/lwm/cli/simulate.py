@@ -13,6 +13,7 @@ from lwm.backends import BackendError
 from lwm.cli import options as o
 from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
+from lwm.forms import answer_note
 from lwm.worldmodel import ContextOverflowError
 
 
@@ -45,6 +46,9 @@ def simulate(
         }, ensure_ascii=False, indent=2))
     else:
         typer.echo(observation.content)
+        said = answer_note(observation.metadata)
+        if said:
+            typer.echo(f"lwm: {said}", err=True)
 
 
 def register(app: typer.Typer) -> None:

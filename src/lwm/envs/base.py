@@ -22,7 +22,7 @@ from gymnasium import spaces
 from lwm.domains import ActionError, Domain, get_domain
 from lwm.types import Action, Context, Observation, Provenance, Trajectory
 
-UNREPEATABLE = frozenset({"cached", "seconds"})
+UNREPEATABLE = frozenset({"cached", "seconds", "reused_tokens"})
 """Observation metadata that differs between two runs of the same step (kept out of ``info``)."""
 MAX_TEXT = 1_000_000
 MAX_OBSERVATION = 100_000

@@ -1,0 +1,177 @@
+"""Well-formed answers: what a world model's answer must look like before anyone sees it, and the repairs.
+
+A small model fails in a few recognisable ways, and each is caught here, repaired where the repair is certain,
+and counted (``Form``, which goes into the observation's metadata as ``form``):
+- it **loops**: one line or a few again and again until the token cap. ``repeating_tail`` finds a sequence
+  (text or token ids) whose end repeats one unit; the embedded backend stops generating there, and
+  ``trim_loop`` keeps what came before the loop and the unit once.
+- it copies the **truncation mark** of a retrieved example (``[...]`` on a line of its own, which lwm writes
+  when it cuts an example and no real environment prints).
+- it answers **HTML** (``<pre><code class=...>``) where the environment's observations are text or JSON: a
+  resample is asked for, and if that is HTML too, the markup is removed (``html_text``).
+- it answers **something other than JSON where the result is JSON** (the tool's earlier result in the
+  session, its ``outputSchema``, or every retrieved result of the same tool is JSON): the model is asked
+  again with JSON-constrained decoding (a grammar in llama.cpp, ``response_format`` on OpenAI servers).
+- the answer is **empty** (nothing in the answer block, or an edit with nothing to edit): see
+  ``lwm.edits.apply_answer``'s fallbacks, then a resample.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+
+CUT = ("length", "loop")
+"""Finish reasons of an answer stopped before its end: the token cap, or a loop the backend stopped."""
+LOOP_MIN_SPAN = 48
+"""Tokens (or characters, for text) a repetition must cover, beyond its first unit, to count as a loop."""
+LOOP_MIN_REPEATS = 3
+"""Copies of the unit after the first that make a loop (so four in all)."""
+LOOP_MAX_PERIOD = 200
+TRUNCATION_MARK = re.compile(r"\n?^\[\.\.\.\][ \t]*$", re.MULTILINE)
+_HTML = re.compile(r"^\s*(?:```html\s*)?<(?:pre|code|html|div|p|span|body|table|ul|ol|h[1-6]|!doctype)\b",
+                   re.IGNORECASE)
+
+
+@dataclass
+class Form:
+    """What was done to make an answer well-formed (empty: nothing was needed)."""
+
+    loop: dict[str, int] | None = None
+    """The loop that was cut: ``{"period": chars of the unit, "cut": chars removed}``."""
+    truncation_mark: bool = False
+    html: str | None = None
+    """``resampled`` (the second answer was not HTML) or ``stripped`` (the markup was removed)."""
+    json: str | None = None
+    """``constrained``: the answer was not JSON where JSON was expected, and was asked again under a JSON grammar."""
+    empty: str | None = None
+    """How an empty answer was replaced: ``resampled``, ``previous``, ``initial``."""
+    fallbacks: list[str] = field(default_factory=list)
+
+    def note(self, what: str) -> None:
+        self.fallbacks.append(what)
+
+    def metadata(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.loop:
+            out["loop"] = self.loop
+        if self.truncation_mark:
+            out["truncation_mark"] = True
+        for name in ("html", "json", "empty"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        if self.fallbacks:
+            out["fallbacks"] = list(self.fallbacks)
+        return out
+
+
+def repeating_tail(seq: Sequence[Any], min_span: int = LOOP_MIN_SPAN, min_repeats: int = LOOP_MIN_REPEATS,
+                   max_period: int = LOOP_MAX_PERIOD) -> tuple[int, int] | None:
+    """``(start, period)`` when ``seq`` ends in one unit of ``period`` items repeated: the repeated part after
+    the first unit covers at least ``min_span`` items and ``min_repeats`` units, and ``start`` is where the
+    first unit begins (the loop is everything from ``start + period`` on). None when its end does not repeat."""
+    n = len(seq)
+    for period in range(1, min(max_period, n // (min_repeats + 1)) + 1):
+        span = max(min_span, min_repeats * period)
+        if span + period > n or seq[n - span:] != seq[n - span - period:n - period]:
+            continue
+        start = n - span - period  # walk back while the period holds, to the first unit
+        while start > 0 and seq[start - 1] == seq[start - 1 + period]:
+            start -= 1
+        return start, period
+    return None
+
+
+def trim_loop(text: str) -> tuple[str, dict[str, int] | None]:
+    """``text`` with a looping end cut after the loop's first unit (and a partial unit after it), and what was cut."""
+    # the last unit may be cut mid-way by the token cap: look for the loop in the text up to the end of its
+    # last whole line first, then as it is
+    candidates = [text]
+    if "\n" in text.rstrip("\n"):
+        candidates.insert(0, text[:text.rstrip("\n").rfind("\n") + 1])
+    for candidate in candidates:
+        found = repeating_tail(candidate)
+        if found is not None:
+            start, period = found
+            kept = text[:start + period].rstrip()
+            return kept, {"period": period, "cut": len(text) - len(kept)}
+    return text, None
+
+
+def strip_truncation_mark(text: str) -> tuple[str, bool]:
+    """``text`` without lines that are only ``[...]`` (lwm's mark for a cut example)."""
+    stripped = TRUNCATION_MARK.sub("", text)
+    return (stripped.rstrip() if stripped != text else text), stripped != text
+
+
+def is_html(text: str) -> bool:
+    return _HTML.match(text) is not None
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def html_text(text: str) -> str:
+    """The text of an HTML fragment, markup removed (code fences around it too)."""
+    body = re.sub(r"^\s*```html\s*|\s*```\s*$", "", text)
+    parser = _Text()
+    parser.feed(body)
+    parser.close()
+    return html.unescape("".join(parser.parts)).strip()
+
+
+def is_json(text: str) -> bool:
+    text = text.strip()
+    if not text or text[0] not in "{[\"" and not text[0].isdigit() and text not in ("null", "true", "false"):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def wants_html(observations: Sequence[str]) -> bool:
+    """Whether the session's own observations are HTML (then an HTML answer is in form)."""
+    return any(is_html(o) for o in observations)
+
+
+def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_schema: bool) -> bool:
+    """Whether a tool call's result is JSON: the tool declares an output schema, or its latest result in this
+    session is JSON, or (no result yet) every retrieved result of the same tool is."""
+    if output_schema:
+        return True
+    if tool_results:
+        return is_json(tool_results[-1])
+    return bool(examples) and all(is_json(e) for e in examples)
+
+
+def answer_note(metadata: dict[str, Any]) -> str:
+    """One line on what happened to an answer beyond the ordinary (cut, fell back, repaired); "" when nothing."""
+    said = []
+    if metadata.get("finish_reason") == "length":
+        said.append("the answer hit the token cap (--max-tokens)")
+    form = metadata.get("form") or {}
+    if "loop" in form:
+        said.append(f"the answer repeated itself; cut after its first repeat ({form['loop']['cut']} characters)")
+    edit = metadata.get("edit") or {}
+    if edit.get("status") == "malformed":
+        said.append(f"its edit could not be applied ({edit.get('error')}); fell back")
+    repairs = (("json", "asked again for JSON"), ("html", "it answered HTML"), ("empty", "it answered nothing"))
+    for name, text in repairs:
+        if name in form:
+            said.append(f"{text}: {form[name]}")
+    if form.get("truncation_mark"):
+        said.append("removed a copied '[...]' line")
+    return "; ".join(said)

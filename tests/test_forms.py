@@ -1,0 +1,108 @@
+import json
+
+from lwm.backends import GenerateConfig, Generation, MockBackend
+from lwm.conversation import Conversation
+from lwm.domains import get_domain
+from lwm.forms import (
+    answer_note,
+    expects_json,
+    html_text,
+    is_html,
+    is_json,
+    repeating_tail,
+    strip_truncation_mark,
+    trim_loop,
+)
+from lwm.worldmodel import WorldModel, run_sync
+
+
+def test_a_looping_end_is_found_in_text_and_tokens_and_cut_after_its_first_unit():
+    looping = "total 4\n" + "drwxr-xr-x 2 user user 4096 a\n" * 9
+    kept, loop = trim_loop(looping)
+    assert kept == "total 4\ndrwxr-xr-x 2 user user 4096 a" and loop["period"] == 30
+    assert trim_loop(looping + "drwxr-xr")[0] == kept  # a unit cut mid-way by the token cap
+    assert repeating_tail([1, 2] + [7, 8, 9] * 20) == (2, 3)
+
+
+def test_ordinary_answers_are_not_loops():
+    for text in (", ".join(str(i) for i in range(200)), json.dumps([0] * 40), "a\nb\nc\n" + "-" * 30 + "\nend"):
+        assert trim_loop(text) == (text, None)
+    assert repeating_tail(list(range(100))) is None
+
+
+def test_truncation_marks_html_and_json_are_recognised():
+    assert strip_truncation_mark("line\n[...]") == ("line", True)
+    assert strip_truncation_mark("a [...] b") == ("a [...] b", False)
+    assert is_html('<pre><code class="language-html">x</code></pre>') and not is_html("a < b")
+    assert html_text('<pre><code class="language-json">{"a": 1}</code></pre>') == '{"a": 1}'
+    assert is_json('{"a": 1}') and is_json("[1]") and not is_json("Entities created") and not is_json("")
+    assert expects_json(['{"x": 1}'], [], False) and not expects_json(["done"], ['{"x": 1}'], False)
+    assert expects_json([], ['{"x": 1}', "[]"], False) and not expects_json([], [], False)
+    assert expects_json([], [], True)
+    assert answer_note({"finish_reason": "loop", "form": {"loop": {"period": 3, "cut": 40}}}).startswith("the answer")
+    assert answer_note({"finish_reason": "stop"}) == ""
+
+
+class Cut(MockBackend):
+    """A scripted backend whose answers stop at the token cap."""
+
+    async def generate(self, messages, config: GenerateConfig) -> Generation:
+        out = await super().generate(messages, config)
+        return out.model_copy(update={"finish_reason": "length"})
+
+
+def tagged(text: str) -> str:
+    return f"<predicted_observation>{text}</predicted_observation>"
+
+
+def conv(current: dict, pairs=(), tools=frozenset()) -> Conversation:
+    mcp = get_domain("mcp")
+    from lwm.types import Action
+    rendered = [(mcp.render_action(Action(content=a), i), mcp.render_observation(o)) for i, (a, o) in
+                enumerate(pairs, start=1)]
+    return Conversation("You simulate tools.", rendered, mcp.render_action(Action(content=current), len(rendered) + 1),
+                        json_tools=tools)
+
+
+CALL = {"name": "search_nodes", "arguments": {"query": "Ada"}}
+
+
+def complete(backend, conversation):
+    return run_sync(WorldModel(backend, cache=False).complete(conversation, get_domain("mcp")))
+
+
+def test_a_loop_to_the_token_cap_is_cut_and_said():
+    obs = complete(Cut([tagged("found:\n" + "- Ada\n" * 30)]), conv(CALL))
+    assert obs.content == "found:\n- Ada" and obs.metadata["form"]["loop"]["period"] == 6
+
+
+def test_json_is_asked_for_again_under_constraint_where_the_tool_answered_json_before():
+    backend = MockBackend(lambda m: tagged("<b>Ada</b>") if not backend_configs[-1].json_only else '{"found": true}')
+    backend_configs: list[GenerateConfig] = []
+    original = backend.generate
+
+    async def spy(messages, config):
+        backend_configs.append(config)
+        return await original(messages, config)
+
+    backend.generate = spy
+    obs = complete(backend, conv(CALL, [(CALL, '{"found": false}')]))
+    assert obs.content == '{"found": true}' and obs.metadata["form"]["json"] == "constrained"
+    assert [c.json_only for c in backend_configs] == [False, True]
+    # a tool whose results are text is left alone
+    assert complete(MockBackend([tagged("No nodes")]), conv(CALL, [(CALL, "Found nothing")])).content == "No nodes"
+    # a declared output schema says JSON before any result
+    obs = complete(MockBackend([tagged("No"), '{"found": 0}']), conv(CALL, tools=frozenset({"search_nodes"})))
+    assert obs.content == '{"found": 0}'
+
+
+def test_html_is_resampled_then_stripped_and_empty_answers_never_stand():
+    page = tagged('<pre><code class="language-html">Ada works on lwm</code></pre>')
+    obs = complete(MockBackend([page, tagged("Ada: person")]), conv(CALL))
+    assert obs.content == "Ada: person" and obs.metadata["form"]["html"] == "resampled"
+    obs = complete(MockBackend([page]), conv(CALL))
+    assert obs.content == "Ada works on lwm" and obs.metadata["form"]["html"] == "stripped"
+    obs = complete(MockBackend([tagged("")]), conv(CALL, [(CALL, "Found Ada")]))
+    assert obs.content == "Found Ada" and obs.metadata["form"]["empty"] == "previous"
+    obs = complete(MockBackend([tagged(""), tagged(""), tagged("Found 0 nodes")]), conv(CALL))
+    assert obs.content == "Found 0 nodes" and obs.metadata["form"]["empty"] == "unguided"
