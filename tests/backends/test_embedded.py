@@ -175,13 +175,16 @@ def test_a_session_step_evaluates_only_its_new_tokens_and_saves_no_state():
 
 
 def test_a_looping_answer_is_stopped_where_it_starts_to_repeat():
-    backend = EmbeddedBackend(n_ctx=2048)
-    messages = [{"role": "user", "content": "Write the line 'ok ok ok' one hundred times, nothing else."}]
-    config = GenerateConfig(temperature=0.0, seed=0, max_tokens=400)
-    looped = backend._complete(messages, config)
-    whole = backend._complete(messages, config.model_copy(update={"stop_loops": False}))
-    assert looped.finish_reason == "loop" and looped.completion_tokens < 120
-    assert whole.completion_tokens > looped.completion_tokens and whole.text.startswith(looped.text[:40])
+    """lwm-mini on a first SWE step repeats one line (seen as a new user would see it): generation stops once the
+    loop shows, well before the cap, and the observation keeps what came before the loop."""
+    from lwm.domains import get_domain
+    from lwm.types import Trajectory
+
+    wm = WorldModel("embedded:lwm-mini", cache=False, config=GenerateConfig(max_tokens=256))
+    obs = wm.predict_sync(Trajectory(domain="swe"), get_domain("swe").example_action)
+    assert obs.metadata["finish_reason"] == "loop" and obs.metadata["completion_tokens"] < 200
+    assert obs.metadata["form"]["loop"]["cut"] > 0 and obs.content.strip()
+    assert len(obs.content) < len(obs.raw)
 
 
 def test_json_only_answers_one_json_value():
