@@ -22,7 +22,7 @@ import html
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
@@ -40,21 +40,12 @@ _HTML = re.compile(r"^\s*(?:```html\s*)?<(?:pre|code|html|div|p|span|body|table|
 
 @dataclass
 class Form:
-    """What was done to make an answer well-formed (empty: nothing was needed)."""
+    """What was done to an answer's text to make it well-formed (the repairs that ask the model again are added
+    by ``WorldModel``: ``json``, ``html``, ``empty``)."""
 
     loop: dict[str, int] | None = None
     """The loop that was cut: ``{"period": chars of the unit, "cut": chars removed}``."""
     truncation_mark: bool = False
-    html: str | None = None
-    """``resampled`` (the second answer was not HTML) or ``stripped`` (the markup was removed)."""
-    json: str | None = None
-    """``constrained``: the answer was not JSON where JSON was expected, and was asked again under a JSON grammar."""
-    empty: str | None = None
-    """How an empty answer was replaced: ``resampled``, ``previous``, ``initial``."""
-    fallbacks: list[str] = field(default_factory=list)
-
-    def note(self, what: str) -> None:
-        self.fallbacks.append(what)
 
     def metadata(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -62,11 +53,6 @@ class Form:
             out["loop"] = self.loop
         if self.truncation_mark:
             out["truncation_mark"] = True
-        for name in ("html", "json", "empty"):
-            if getattr(self, name):
-                out[name] = getattr(self, name)
-        if self.fallbacks:
-            out["fallbacks"] = list(self.fallbacks)
         return out
 
 

@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from lwm.backends.base import BackendError
 from lwm.backends.embedded import resolve_model
+from lwm.backends.gguf_merge import QUANT_TYPES, copy_metadata
+from lwm.backends.gguf_merge import quantize as _quantize
 
-QUANT_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K")
-"""Types `quantize` accepts (llama.cpp's LLAMA_FTYPE_MOSTLY_* names)."""
+__all__ = ["QUANT_TYPES", "ExportError", "copy_metadata", "export_adapter", "import_adapter", "quantize"]
 
 
 class ExportError(ValueError):
@@ -74,14 +76,6 @@ def _heads(reader: Any, hf_name: str) -> int | None:
     if ".k_proj." in hf_name:
         return int(_field(reader, "llama.attention.head_count_kv"))
     return None
-
-
-def _copy_metadata(reader: Any, writer: Any, skip: tuple[str, ...] = ()) -> None:
-    for key, field in reader.fields.items():
-        if key.startswith("GGUF.") or key in ("general.architecture", *skip):
-            continue
-        sub_type = field.types[-1] if len(field.types) > 1 else None
-        writer.add_key_value(key, field.contents(), field.types[0], sub_type=sub_type)
 
 
 def _write(writer: Any, out: Path) -> Path:
@@ -183,22 +177,11 @@ def import_adapter(path: str | Path, out: str | Path, base: str = "smollm2") -> 
 
 
 def quantize(source: str | Path, out: str | Path, kind: str = "Q4_1") -> Path:
-    """A GGUF model quantized with llama.cpp (``llama_model_quantize``), e.g. Q4_1 like the packaged base."""
-    import ctypes
-
-    import llama_cpp
-
-    ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{kind.upper()}", None)
-    if ftype is None:
-        raise ExportError(f"unknown quantization {kind!r}; use one of {', '.join(QUANT_TYPES)}")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    code = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
-    if code != 0:
-        raise ExportError(f"llama.cpp could not quantize {source} to {kind} (code {code})")
-    return out
+    """A GGUF model quantized with llama.cpp (``lwm.backends.gguf_merge.quantize``), e.g. Q4_1 like the base."""
+    try:
+        return _quantize(source, out, kind)
+    except BackendError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def gguf_tensors(path: str | Path) -> Iterator[tuple[str, str, tuple[int, ...]]]:

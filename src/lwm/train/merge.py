@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from lwm.backends.gguf_merge import copy_metadata
 from lwm.train.common import load_model
-from lwm.train.export import ExportError, _copy_metadata, _heads, _names, _permute, _template, _write
+from lwm.train.export import ExportError, _heads, _names, _permute, _template, _write
 
 
 def _merged_state(model_dir: Path) -> dict[str, np.ndarray]:
@@ -30,7 +31,7 @@ def export_model(model_dir: str | Path, out: str | Path, base: str = "smollm2", 
     names = _names(reader)
     state = _merged_state(model_dir)
     writer = gguf.GGUFWriter(str(out), "llama")
-    _copy_metadata(reader, writer, skip=("general.file_type", "general.quantization_version"))
+    copy_metadata(reader, writer, skip=("general.file_type", "general.quantization_version"))
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
     hf_name = {gguf_name: hf for hf, gguf_name in names.items()}
     for tensor in reader.tensors:
