@@ -33,3 +33,17 @@ def test_many_processes_open_a_fresh_cache_at_once(tmp_path):
     while not errors.empty():
         failures.append(errors.get())
     assert not failures, failures[:3]
+
+
+def test_a_cache_that_cannot_be_written_is_one_line_and_the_model_still_answers(tmp_path, monkeypatch, capsys):
+    from lwm.backends import MockBackend
+    from lwm.types import Action, Trajectory
+    from lwm.worldmodel import WorldModel
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("LWM_CACHE_DIR", str(blocker / "cache"))
+    model = WorldModel(MockBackend())
+    assert model.cache is None and "set LWM_CACHE_DIR" in capsys.readouterr().err
+    observation = model.predict_sync(Trajectory(domain="terminal"), Action(content=[{"keystrokes": "ls\n"}]))
+    assert observation.content.startswith("mock observation")

@@ -106,3 +106,57 @@ def test_without_the_plugin_the_domain_is_unknown(plugin):
     done = subprocess.run([sys.executable, "-c", "import lwm; lwm.get_domain('kanban')"], capture_output=True,
                           text=True, env={**_env(plugin), "PYTHONPATH": ""}, timeout=120)
     assert done.returncode != 0 and "unknown domain 'kanban'" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def bad_plugins(tmp_path_factory) -> Path:
+    """One plugin that raises on import and one that registers a domain under lwm's own name `terminal`."""
+    root = tmp_path_factory.mktemp("bad-plugins")
+    source = root / "src"
+    package = source / "lwm_bad"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "broken.py").write_text("raise ImportError('lwm_bad.broken needs a module that is not there')\n")
+    (package / "clash.py").write_text(textwrap.dedent('''
+        from lwm.domains.base import Domain
+        from lwm.registry import register
+
+
+        @register("domain")
+        class Terminal(Domain):
+            name = "terminal"
+            title = "Not The Terminal"
+            example_action = {}
+    '''))
+    (source / "pyproject.toml").write_text(textwrap.dedent('''
+        [build-system]
+        requires = ["setuptools>=68"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "lwm-bad"
+        version = "0.1"
+
+        [project.entry-points."lwm.plugins"]
+        broken = "lwm_bad.broken"
+        clash = "lwm_bad.clash"
+    '''))
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    return site
+
+
+def test_a_broken_or_clashing_plugin_is_one_line_and_lwm_goes_on(bad_plugins):
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    script = "import lwm; print(lwm.get_domain('terminal').title)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(bad_plugins),
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "Terminal", done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert any("plugin broken (lwm_bad.broken) skipped: ImportError" in line for line in lines), lines
+    assert any("lwm.domains.terminal.Terminal" in line and "lwm_bad.clash.Terminal" in line for line in lines), lines
+    assert "Traceback" not in done.stderr
+    for args in (["--help"], ["models"]):
+        shown = subprocess.run([lwm, *args], capture_output=True, text=True, env=_env(bad_plugins), timeout=120)
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr

@@ -240,3 +240,21 @@ def test_the_shipped_transitions_hold_none_of_the_held_out_sources():
     items = read_transitions(Path(str(files("lwm") / "adapters" / "lwm-mini.transitions.jsonl.xz")))
     sources = {t.source for t in items}
     assert len(sources) == 84 and not sources & set(LOSO_HELD_OUT)
+
+
+def test_a_corrupt_index_is_rebuilt_and_an_unwritable_cache_builds_in_memory(tmp_path, capsys):
+    from lwm.data.store import write_trajectories
+
+    data = tmp_path / "corpus.jsonl"
+    write_trajectories(data, CORPUS)
+    TransitionIndex.cached([data], tmp_path / "index")
+    (part,) = [p for p in (tmp_path / "index").iterdir()]
+    (part / "terminal" / "transitions.jsonl").write_text('{"not": "a transition"}\n')  # foreign / truncated
+    assert len(TransitionIndex.cached([data], tmp_path / "index")) == 5
+    assert "unreadable" in capsys.readouterr().err
+    assert len(TransitionIndex.cached([data], tmp_path / "index")) == 5  # and the rebuilt one is kept
+    assert capsys.readouterr().err == ""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a folder that cannot be made (root writes through chmod; this it cannot)
+    assert len(TransitionIndex.cached([data], blocker / "index")) == 5
+    assert "built in memory" in capsys.readouterr().err

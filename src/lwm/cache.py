@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from functools import lru_cache
@@ -66,6 +67,18 @@ class GenerationCache:
             for statement in _SCHEMA:
                 self._db.execute(statement)
         self._lock = threading.Lock()
+
+    @classmethod
+    def usable(cls, path: str | Path | None = None) -> GenerationCache | None:
+        """The cache, or None (said in one line) where its folder cannot be written: a read-only cache must not
+        stop a run, only its caching."""
+        try:
+            return cls(path)
+        except (OSError, sqlite3.Error) as exc:
+            where = Path(path) if path else default_cache_path()
+            print(f"lwm: answers are not cached: {where} cannot be opened ({type(exc).__name__}: {exc}); "
+                  "set LWM_CACHE_DIR to a writable folder", file=sys.stderr)
+            return None
 
     def get(self, key: str) -> Generation | None:
         with self._lock:

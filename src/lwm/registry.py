@@ -4,7 +4,9 @@ Parts register with a decorator (``@register("domain")`` takes the part's own ``
 ``@register("backend", "openai")`` names it). A lookup of a kind imports lwm's own modules of that kind only
 (a domain lookup does not import the bench scorer or the explorers). A third-party package adds its own parts
 by declaring an entry point in the ``lwm.plugins`` group that points at a module; importing that module runs
-its decorators. Entry points are loaded once, on the first lookup of any kind.
+its decorators. Entry points are loaded once, on the first lookup of any kind. A plugin that fails to import
+is skipped with one line on stderr (every other command goes on); a plugin part under a name lwm or another
+plugin already uses is refused, naming both (``PartClash``): a plugin cannot silently replace ``terminal``.
 
 ```toml
 [project.entry-points."lwm.plugins"]
@@ -15,6 +17,7 @@ kanban = "lwm_kanban.domain"      # a module with @register("domain") class Kanb
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -43,16 +46,39 @@ class UnknownPartError(KeyError):
         return str(self.args[0])
 
 
+class PartClash(ValueError):
+    """Two parts of one kind under one name."""
+
+
+def _where(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+
+def _builtin(obj: Any) -> bool:
+    return getattr(obj, "__module__", "").split(".")[0] == "lwm"
+
+
 def register(kind: Kind, name: str | None = None) -> Callable[[T], T]:
     """Register a part under ``name``, or under its own ``name`` attribute (a domain says its name once)."""
     def decorate(obj: T) -> T:
         key = name or getattr(obj, "name", None)
         if not isinstance(key, str) or not key:
             raise TypeError(f"register({kind!r}) needs a name: give one, or a part with a `name` attribute")
-        _parts.setdefault(kind, {})[key] = obj
+        known = _parts.setdefault(kind, {})
+        before = known.get(key)
+        if before is not None and _where(before) != _where(obj):  # the same part imported again is no clash
+            if _builtin(obj) and not _builtin(before):  # a plugin loaded before lwm's own module of this kind
+                _report(f"plugin part {_where(before)} dropped: {kind} {key!r} is lwm's own {_where(obj)}")
+            else:
+                raise PartClash(f"{kind} {key!r} is already {_where(before)}; {_where(obj)} cannot take its name")
+        known[key] = obj
         return obj
 
     return decorate
+
+
+def _report(line: str) -> None:
+    print(f"lwm: {line}", file=sys.stderr)
 
 
 def _load(kind: Kind) -> None:
@@ -64,7 +90,10 @@ def _load(kind: Kind) -> None:
     if not _plugins_loaded:
         _plugins_loaded = True
         for ep in entry_points(group="lwm.plugins"):
-            ep.load()
+            try:
+                ep.load()
+            except Exception as exc:  # noqa: BLE001 - one broken plugin must not break every command
+                _report(f"plugin {ep.name} ({ep.value}) skipped: {type(exc).__name__}: {exc}")
 
 
 @overload

@@ -17,6 +17,8 @@ import functools
 import hashlib
 import json
 import re
+import shutil
+import sys
 import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -147,10 +149,15 @@ class TransitionIndex:
 
     @classmethod
     def build(cls, trajectories: Iterable[Trajectory], exclude_sources: Collection[str] = ()) -> TransitionIndex:
+        return cls.of(transitions(trajectories, exclude_sources))
+
+    @classmethod
+    def of(cls, items: Iterable[Transition]) -> TransitionIndex:
+        """An index of ``items`` in memory, one part per domain."""
         by_domain: dict[str, list[Transition]] = {}
-        for t in transitions(trajectories, exclude_sources):
+        for t in items:
             by_domain.setdefault(t.domain, []).append(t)
-        return cls({domain: (items, cls._index(items)) for domain, items in by_domain.items()})
+        return cls({domain: (part, cls._index(part)) for domain, part in by_domain.items()})
 
     def search(self, domain: str, action: str, before: str, k: int = 2, *,
                exclude_trajectories: Collection[str] = (), exclude_sources: Collection[str] = ()) -> list[Transition]:
@@ -212,9 +219,28 @@ class TransitionIndex:
         key = hashlib.sha256(json.dumps({"format": FORMAT, "exclude": sorted(exclude_sources),
                                          "inputs": inputs}).encode())
         root = Path(folder) / key.hexdigest()[:16]
+        try:
+            try:
+                index = cls._cached_at(root, paths, exclude_sources, progress)
+            except Exception as exc:  # noqa: BLE001 - truncated, foreign or half-deleted: rebuilt once
+                if not root.exists():  # nothing of the index was there: the inputs or the folder are at fault
+                    raise
+                print(f"lwm: the retrieval index in {root} is unreadable ({type(exc).__name__}: {exc}); "
+                      "rebuilding it", file=sys.stderr)
+                shutil.rmtree(root, ignore_errors=True)
+                index = cls._cached_at(root, paths, exclude_sources, progress)
+        except OSError as exc:  # a cache that cannot be written: the index is built in memory, every run
+            print(f"lwm: the retrieval index is built in memory: {root} cannot be written ({exc}); set "
+                  "LWM_CACHE_DIR to a writable folder to keep it", file=sys.stderr)
+            index = cls.of(t for p in paths for t in _read_any(Path(p), exclude_sources))
+        return cls(index.parts, inputs)
+
+    @classmethod
+    def _cached_at(cls, root: Path, paths: Sequence[Path], exclude_sources: Collection[str],
+                   progress: Any) -> TransitionIndex:
         done = root / "domains.json"  # written last: every part is there
         if done.is_file() and all((root / d / "transitions.jsonl").is_file() for d in json.loads(done.read_text())):
-            return cls(cls.load(root).parts, inputs)
+            return cls.load(root)
         items = [t for p in paths for t in _read_any(Path(p), exclude_sources)]
         domains = sorted({t.domain for t in items})
         by_domain: dict[str, list[Transition]] = {}
@@ -228,7 +254,7 @@ class TransitionIndex:
                 progress(domain, time.perf_counter() - started)
         if root.is_dir():
             done.write_text(json.dumps([d for d in domains if (root / d / "transitions.jsonl").is_file()]))
-        return cls(cls.load(root).parts if root.is_dir() else {}, inputs)
+        return cls.load(root) if root.is_dir() else cls({})
 
 
 @functools.cache
@@ -289,8 +315,6 @@ def _read_any(path: Path, exclude_sources: Collection[str]) -> list[Transition]:
 
 def _save_part(folder: Path, domain: str, items: list[Transition], retriever: Any) -> None:
     """One domain's part, written under a temporary name and renamed: a killed build leaves no half part."""
-    import shutil
-
     final = folder / domain
     staging = folder / f".{domain}.tmp"
     shutil.rmtree(staging, ignore_errors=True)

@@ -64,7 +64,7 @@ class WorldModel:
             else load_backend(backend, **backend_options)
         self.config = config or GenerateConfig()
         # Not ``cache or None``: an empty cache has length 0 and would read as false.
-        self.cache = cache if isinstance(cache, GenerationCache) else GenerationCache() if cache else None
+        self.cache = cache if isinstance(cache, GenerationCache) else GenerationCache.usable() if cache else None
         self.prompts_dir = prompts_dir
         self.compact = self.backend.compact_prompts if compact is None else compact
         if stop_at_answer if stop_at_answer is not None else self.compact:

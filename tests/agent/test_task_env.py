@@ -117,3 +117,13 @@ def test_agent_eval_takes_a_control_spec_pins_it_and_refuses_a_broken_one(tmp_pa
     (tmp_path / "broken.yaml").write_text("perturbations:\n  - error: {rate: 7}\n")
     broken = runner.invoke(app, [*args[:-1], str(tmp_path / "other"), "--control", str(tmp_path / "broken.yaml")])
     assert broken.exit_code == 2 and "rate" in broken.output
+
+
+def test_a_task_env_takes_a_render_mode_and_passes_gymnasiums_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("lwm/Task-v0", task="search/syscall-0004", env="sim", render_mode="ansi",
+                   world_model=WorldModel(MockBackend(), cache=False))
+    check_env(env.unwrapped, skip_render_check=False)
+    env.reset(seed=0)
+    assert env.render() == env.unwrapped.render() and env.render() is not None

@@ -34,3 +34,19 @@ def test_usage_errors_are_one_line_in_lwms_style_not_boxed_panels():
         assert done.returncode == 2, argv
         (line,) = done.stderr.strip().splitlines()
         assert line.startswith("lwm: error: ") and says in line and "╭" not in done.stderr, argv
+
+
+def test_setup_into_a_data_folder_that_is_a_file_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for data_dir in (blocker, blocker / "below"):
+        done = subprocess.run([lwm, "setup", "swe", "--no-system"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "LWM_DATA_DIR": str(data_dir)})
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-500:]
+        assert done.stderr.strip().startswith("lwm: error: setup: lwm's data folder") and "LWM_DATA_DIR" in done.stderr

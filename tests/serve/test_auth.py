@@ -62,7 +62,8 @@ def test_a_loopback_server_refuses_other_hosts_and_cross_origin_clients():
         assert httpx.post(f"{server.url}/reset", json={}, headers={"Host": "evil.example"}).status_code == 421
         assert httpx.post(f"{server.url}/reset", json={},
                           headers={"Origin": "http://evil.example"}).status_code == 403
-        for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80"):
+        for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80",
+                       f"http://127.0.0.1:{server.port + 1}", "http://localhost"):  # another local web app
             with pytest.raises(InvalidStatus, match="403"):
                 connect(ws, origin=origin)
         assert ws_handshake(server.port, "evil.example").startswith("HTTP/1.1 403")  # a rebound name

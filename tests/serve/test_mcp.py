@@ -158,7 +158,7 @@ def test_one_stdio_connection_is_one_session_for_every_call(tmp_path):
     assert not any(a.is_error for a in answers)  # none refused as "all sessions in use"
     assert len({a.meta["lwm/session"] for a in answers}) == 1
     recorded = list(read_trajectories(tmp_path / "s"))
-    assert sum(len(t.turns) for t in recorded) == 120 and len({t.provenance.extra.get("session") for t in recorded}) == 1
+    assert [len(t.turns) for t in recorded] == [120]  # one episode: it was cut every 50 calls
 
 
 @needs_sandbox
@@ -169,9 +169,12 @@ def test_a_real_mirror_over_stdio_keeps_the_servers_state_between_calls(tmp_path
         params = StdioServerParameters(command=LWM, args=["serve", "mcp", "--mirror", "memory", "--mode", "real"])
         async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
-            return await _calls(session, [("create_entities", {"entities": [entity]}), ("read_graph", {})])
+            return await _calls(session, [("create_entities", {"entities": [entity]}),
+                                          *[("search_nodes", {"query": f"q{i}"}) for i in range(55)],
+                                          ("read_graph", {})])
 
-    created, graph = asyncio.run(run())
+    created, *_, graph = asyncio.run(run())
+    # past call 50 too: the mirror once restarted the real server (its state gone) every 50 calls
     assert not created.is_error and "wrote the first program" in graph.content[0].text
 
 

@@ -111,3 +111,57 @@ def test_http_without_a_session_is_a_4xx_that_says_sessions_are_websocket_and_bo
         assert httpx.post(f"{server.url}/reset", content=streamed(),
                           headers={"content-type": "application/json"}).status_code == 413
         assert httpx.post(f"{server.url}/reset", json={}).status_code == 200  # and the server goes on
+
+
+def test_one_shot_http_and_mcp_requests_are_held_to_the_session_bound_and_bad_resets_are_a_422():
+    import httpx
+
+    with ThreadedServer(openenv_app(ServeConfig(domain="terminal", model="mock"), max_sessions=1)) as server:
+        bad = {"task": "nope/x"}, {"task": 5}, {"context": [1]}, {"seed": "x"}
+        for body in bad:
+            answer = httpx.post(f"{server.url}/reset", json=body)
+            assert answer.status_code == 422 and "Traceback" not in answer.text, (body, answer.text)
+        created = httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                        "method": "openenv/session/create", "params": {}})
+        assert created.status_code == 404 and "/ws" in created.json()["detail"]
+        with client(server.url) as env:  # the one session: a one-shot reset beside it is refused, not run
+            env.reset()
+            full = httpx.post(f"{server.url}/reset", json={})
+            assert full.status_code == 503 and "--max-sessions" in full.json()["detail"]
+        assert httpx.post(f"{server.url}/reset", json={}).status_code == 200
+
+
+def test_a_frame_that_is_not_a_json_object_is_a_validation_error_and_the_session_goes_on():
+    with ThreadedServer(openenv_app(ServeConfig(domain="terminal", model="mock"))) as server:
+        with connect(server.url.replace("http", "ws") + "/ws") as socket:
+            socket.send('{"type": "reset", "data": {}}')
+            assert "user@sandbox" in socket.recv(timeout=10)
+            for frame in ("[1, 2]", '"reset"', b"\x00\x01"):
+                socket.send(frame)
+                assert json.loads(socket.recv(timeout=10))["data"]["code"] == "VALIDATION_ERROR"
+            socket.send(json.dumps({"type": "step", "data": LS}))
+            assert "mock observation" in socket.recv(timeout=10)
+
+
+@pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
+def test_a_huge_duration_neither_stalls_the_real_terminal_nor_raises(tmp_path, monkeypatch):
+    """duration 1e9 once held a served session's thread, its sandbox and the server's shutdown for good."""
+    import time
+
+    from lwm.envs.real import terminal
+
+    monkeypatch.setattr(terminal, "MAX_WAIT", 1.0)
+    config = ServeConfig(domain="terminal", mode="real")
+    with ThreadedServer(openenv_app(config)) as server, client(server.url) as env:
+        env.reset()
+        started = time.monotonic()
+        held = env.step({"action": [{"keystrokes": "echo waited\n", "duration": 1e9}]})
+        assert time.monotonic() - started < 30 and "waited" in held.observation["text"]
+        for bad in (float("inf"), float("nan")):  # sent as Infinity / NaN: the step's error, not an exception
+            refused = env.step({"action": [{"keystrokes": "ls\n", "duration": bad}]})
+            assert "finite" in refused.observation["info"]["invalid_action"]
+        nul = env.step({"action": [{"keystrokes": "a\x00b", "duration": 0.1}]})
+        assert "NUL" in nul.observation["info"]["invalid_action"]
+        long = env.step({"action": [{"keystrokes": "x" * 200_000, "duration": 0.5}]})  # over exec's 128 KiB
+        assert "env_error" not in long.observation["info"] and "xxxx" in long.observation["text"]
+        assert "$" in env.step({"action": [{"keystrokes": "C-c", "duration": 0.2}]}).observation["text"]

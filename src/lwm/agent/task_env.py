@@ -38,7 +38,8 @@ def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) 
     return ModelOptions(model, max_tokens=max_tokens).world_model()
 
 
-def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) -> TextEnv:
+def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,
+             render_mode: str | None = None) -> TextEnv:
     """The task's environment: the world model playing it (``sim``) or the real one (``real``)."""
     context = task_context(task)
     if task.files:
@@ -46,7 +47,7 @@ def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) ->
     if env == "sim":
         if world_model is None:
             raise ValueError("--env sim needs a world model")
-        return SimEnv(world_model, task.domain, context)
+        return SimEnv(world_model, task.domain, context, render_mode=render_mode)
     options = dict(task.env_options)
     if task.domain == "terminal":
         home = Path(tempfile.mkdtemp(prefix="lwm-task-"))
@@ -54,7 +55,7 @@ def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None) ->
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             (home / name).write_text(text)
         options["workdir"] = home
-    real = get("env", task.domain)(context=task.context, **options)
+    real = get("env", task.domain)(context=task.context, render_mode=render_mode, **options)
     real._task_home = options.get("workdir")  # removed with the episode (close_env)
     return real
 
@@ -124,12 +125,13 @@ def make_task_env(task: str | Task, env: EnvKind = "real", model: str = DEFAULT_
                   world_model: WorldModel | None = None, max_tokens: int = WORLD_MODEL_TOKENS,
                   store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
                   control: Control | ControlSpec | str | Path | None = None, record: bool = False,
-                  provenance: dict[str, Any] | None = None, view: Callable[[str], str] | None = None) -> TaskEnv:
+                  provenance: dict[str, Any] | None = None, view: Callable[[str], str] | None = None,
+                  render_mode: str | None = None) -> TaskEnv:
     """``task`` (an id or a Task) in the real environment or the simulator (``model`` or ``world_model``
     playing it), recorded into ``store`` (or in memory with ``record``), truncated after ``max_turns``,
-    perturbed by ``control``."""
+    perturbed by ``control``; ``render_mode`` ``"ansi"`` renders the last observation (Gymnasium's)."""
     task = get_task(task) if isinstance(task, str) else task
     if env == "sim" and world_model is None:
         world_model = sim_world_model(model, max_tokens)
-    return TaskEnv(wrap(make_env(task, env, world_model), store, max_turns, control, record=record,
+    return TaskEnv(wrap(make_env(task, env, world_model, render_mode), store, max_turns, control, record=record,
                         provenance=provenance), task, view)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm import provision
+from lwm.cli.common import fail
 
 
 def setup(envs: Annotated[list[str] | None, typer.Argument(
@@ -38,11 +41,15 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
         subprocess.run(provision.apt_line(missing), check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         missing = provision.missing_system(chosen)
     parts = [p for p in provision.PARTS if p.env in chosen]
-    if not check:
+    if not check and any(not p.ready() for p in parts):
+        _check_writable(provision.data_dir())
         for part in parts:
             if not part.ready():
                 console.print(f"setup: installing {part.describe} into {part.folder()}")
-                part.install(say)
+                try:
+                    part.install(say)
+                except OSError as exc:
+                    raise fail(f"setup: installing {part.describe} failed: {exc}") from None
     table = Table(title=f"lwm setup ({provision.data_dir()})")
     for column in ("part", "for", "state"):
         table.add_column(column)
@@ -55,6 +62,19 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
         console.print(f"setup: as root: {' '.join(provision.apt_line(missing))}")
     if missing or any(not p.ready() for p in parts):
         raise typer.Exit(1)
+
+
+def _check_writable(folder: Path) -> None:
+    """A data folder that is a file or cannot be written is one line, before anything is fetched."""
+    if folder.exists() and not folder.is_dir():
+        raise fail(f"setup: lwm's data folder {folder} is a file; point LWM_DATA_DIR at a folder", 2)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise fail(f"setup: lwm's data folder {folder} is not a writable folder ({exc.strerror or exc}); point "
+                   "LWM_DATA_DIR at one", 2) from None
 
 
 def register(app: typer.Typer) -> None:

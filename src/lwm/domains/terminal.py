@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lwm.domains.base import ActionError, Domain
@@ -26,9 +27,13 @@ class Terminal(Domain):
         for i, step in enumerate(steps):
             if not isinstance(step, dict) or not isinstance(step.get("keystrokes"), str):
                 raise ActionError(f"terminal action step {i}: expected an object with a 'keystrokes' string")
+            if "\0" in step["keystrokes"]:
+                raise ActionError(f"terminal action step {i}: keystrokes cannot contain a NUL character")
             duration = step.get("duration", 0.1)
-            if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
-                raise ActionError(f"terminal action step {i}: 'duration' must be a non-negative number")
+            if isinstance(duration, bool) or not isinstance(duration, int | float) or not math.isfinite(duration) \
+                    or duration < 0:
+                raise ActionError(f"terminal action step {i}: 'duration' must be a finite, non-negative number "
+                                  f"of seconds, not {duration!r}")
             out.append({"keystrokes": step["keystrokes"], "duration": duration})
         return out
 

@@ -64,6 +64,11 @@ class StepControl(Protocol):
 class TextEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"]}
     control: StepControl | None = None
+    errors_as_observations: bool = True
+    """A real environment's failure on one action (a tmux or OS error, a closed sandbox) is that step's error
+    observation (``info["env_error"]``), never an exception out of ``step()`` that loses a served session.
+    ``SimEnv`` turns it off: a world model that fails is not the environment's answer and must not be recorded
+    as one."""
 
     def __init__(self, domain: str | Domain, context: Context | None = None, render_mode: str | None = None):
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
@@ -112,8 +117,8 @@ class TextEnv(gym.Env[str, str]):
             return self._last, 0.0, False, False, {"invalid_action": str(exc), "turn": len(self.trajectory.turns)}
         started = time.perf_counter()
         turn = len(self.trajectory.turns) + 1
-        observation = (self.control.step(parsed, turn, self.transition) if self.control is not None
-                       else self.transition(parsed))
+        observation = (self.control.step(parsed, turn, self._transition) if self.control is not None
+                       else self._transition(parsed))
         seconds = round(time.perf_counter() - started, 4)
         # The step's duration and whether the answer came from the cache are recorded with the turn
         # (provenance), but kept out of info: Gymnasium expects equal infos for equal seeds and actions.
@@ -124,6 +129,16 @@ class TextEnv(gym.Env[str, str]):
         self.trajectory = self.trajectory.extended(parsed, observation)
         self._last = observation.content
         return observation.content, 0.0, False, False, info  # a task's reward: lwm.agent.task_env.TaskEnv
+
+    def _transition(self, action: Action) -> Observation:
+        if not self.errors_as_observations:
+            return self.transition(action)
+        try:
+            return self.transition(action)
+        except Exception as exc:  # noqa: BLE001 - any failure of the real environment is the step's answer
+            error = f"{type(exc).__name__}: {exc}"
+            return Observation(content=f"Error: the {self.domain.name} environment failed on this action: {error}",
+                               metadata={"env_error": error})
 
     def render(self) -> str | None:
         return self._last if self.render_mode == "ansi" else None

@@ -16,6 +16,8 @@ from lwm.worldmodel import WorldModel
 class SimEnv(TextEnv):
     """``reset(options={"trajectory": t})`` continues the session ``t`` (its context and turns)."""
 
+    errors_as_observations = False
+
     def __init__(self, world_model: WorldModel, domain: str | Domain, context: Context | None = None,
                  render_mode: str | None = None):
         self.world_model = world_model

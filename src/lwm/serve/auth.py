@@ -2,7 +2,8 @@
 
 A loopback server is still reachable from any web page the user opens (a cross-origin WebSocket, or DNS
 rebinding a name to 127.0.0.1), so ``LocalOnly`` refuses requests whose ``Host`` is not a loopback name
-(421) or whose ``Origin`` is another site (403), as the MCP SDK's transport security does for the MCP face.
+(421) or whose ``Origin`` is another site or another port of this one (403), as the MCP SDK's transport
+security does for the MCP face.
 
 ``TokenGuard`` is plain ASGI so it covers HTTP and WebSocket alike. A client sends the token as
 ``Authorization: Bearer <token>``, or — for clients that cannot set headers, such as OpenEnv's
@@ -50,6 +51,13 @@ def _hostname(authority: str) -> str:
     return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
+def _port(authority: str, scheme: str = "http") -> str:
+    """The port of ``host[:port]`` / ``[v6]:port``, or the scheme's default."""
+    rest = authority.rpartition("]")[2] if authority.startswith("[") else authority
+    port = rest.rpartition(":")[2] if rest.count(":") == 1 else ""
+    return port or ("443" if scheme in ("https", "wss") else "80")
+
+
 def is_loopback_name(authority: str) -> bool:
     """A Host header or origin authority naming this machine by a loopback name (no name lookup: a
     rebinding attacker controls DNS)."""
@@ -62,8 +70,8 @@ def is_loopback_name(authority: str) -> bool:
         return False
 
 
-async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, reason: str,
-                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+async def refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, reason: str,
+                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     """HTTP: ``status`` with a JSON reason; WebSocket: the handshake is refused (the client sees 403)."""
     if scope["type"] == "websocket":
         await receive()  # the connect message
@@ -89,12 +97,14 @@ class LocalOnly:
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
         if not is_loopback_name(host):
-            return await _refuse(scope, receive, send, 421, "Host must name this machine (127.0.0.1 or localhost)")
+            return await refuse(scope, receive, send, 421, "Host must name this machine (127.0.0.1 or localhost)")
         origin = headers.get(b"origin")
         if origin is not None:  # browsers send it; "null" (a sandboxed page, a file) is an origin too
             scheme, _, authority = origin.decode("latin-1").partition("://")
-            if scheme not in ("http", "https") or not is_loopback_name(authority):
-                return await _refuse(scope, receive, send, 403, "cross-origin requests are refused")
+            # same origin only: another port on this machine is another (local) web app
+            if scheme not in ("http", "https") or not is_loopback_name(authority) or \
+                    _port(authority, scheme) != _port(host):
+                return await refuse(scope, receive, send, 403, "cross-origin requests are refused")
         return await self.app(scope, receive, send)
 
 
@@ -114,7 +124,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length", b"0")
         if int(length or 0) > self.limit if length.isdigit() else False:
-            return await _refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
+            return await refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
         seen, started, refused = 0, False, False
 
         async def bounded() -> dict[str, Any]:
@@ -124,7 +134,7 @@ class BodyLimit:
             if seen > self.limit and not refused:
                 refused = True
                 if not started:
-                    await _refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
+                    await refuse(scope, receive, send, 413, f"request body over {self.limit} bytes")
                 return {"type": "http.disconnect"}  # the app stops reading; its answer is dropped below
             return message
 
@@ -193,4 +203,4 @@ class TokenGuard:
         allowed = self._authorised(scope)
         if allowed is not None:
             return await self.app(allowed, receive, send)
-        return await _refuse(scope, receive, send, 401, "missing or wrong token", ((b"www-authenticate", b"Bearer"),))
+        return await refuse(scope, receive, send, 401, "missing or wrong token", ((b"www-authenticate", b"Bearer"),))

@@ -8,6 +8,7 @@ recorded as a trajectory (with each step's source) when it ends or expires.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -69,7 +70,9 @@ class MirrorServer:
     def __init__(self, config: ServeConfig, tools: list[dict[str, Any]], *, real: dict[str, Any] | None = None,
                  replay: Replay | None = None, context: Context | None = None, max_sessions: int = 64,
                  idle_seconds: float = 900.0, name: str = "lwm-mirror"):
-        self.config = config
+        # One client session is one episode however many calls it makes: truncating it would start a new one,
+        # and with it a new real server whose state (what the earlier calls created) is gone.
+        self.config = config = dataclasses.replace(config, max_turns=None)
         # Output schemas are not advertised: a client must then validate structured content against them,
         # and a simulated answer cannot promise to fit. Answers that are JSON objects still come structured.
         self.listed = [types.Tool.model_validate({k: v for k, v in t.items() if k != "outputSchema"}) for t in tools]

@@ -80,6 +80,7 @@ class MirrorEnv(TextEnv):
         if mode in ("replay", "cache-real-sim") and replay is None:
             raise ValueError(f"mode {mode} needs recorded trajectories (--replay)")
         self.mode, self.world_model, self.replay = mode, world_model, replay
+        self.errors_as_observations = mode == "real"  # a failing world model is not the server's answer
         self.real_options = real_options
         self.real: Any = None
         context = (context or Context()).model_copy(update={"tools": tools})

@@ -145,6 +145,8 @@ def test_the_sandbox_starts_from_an_empty_environment(monkeypatch, tmp_path):
     assert argv[at: at + 3] == ["env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin"] and "bwrap" in argv[at + 3]
     done = subprocess.run(Sandbox(tmp_path).argv("sh", "-c", "cat /proc/1/environ; env"), capture_output=True)
     assert b"lwm-canary-env" not in done.stdout
+    shown = subprocess.run(Sandbox(tmp_path).argv("ls", "-A", "/sys/class/net"), capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout == ""  # the host's interfaces are not named inside
 
 
 def test_the_seccomp_filter_refuses_user_namespaces_and_keystroke_injection(tmp_path):

@@ -115,3 +115,30 @@ def test_odd_input_is_an_error_observation_never_a_hang_or_an_exception(env):
                             ("search", {"pattern": "def\x00"}), ("write_file", {"path": "x.txt", "content": "a\udcff"})]:
         obs, _, _, _, info = env.step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True))
         assert obs.startswith(f"Error: invalid arguments for {name}") and info["tool_error"], (name, obs)
+
+
+def test_fifos_huge_files_long_arguments_and_undecodable_names_are_error_observations(env):
+    """Host-side file tools once hung on a FIFO, took 2 GB for a sparse file, and an undecodable name lost
+    the episode (the recorder could not serialise a lone surrogate)."""
+    import os
+    import time
+
+    env.reset()
+    os.mkfifo(env.root / "f")
+    with open(env.root / "sparse.bin", "wb") as handle:
+        handle.truncate(2**30)
+    (env.root / os.fsdecode(b"bad-\xff.txt")).write_text("x")
+    started = time.monotonic()
+    obs, _, _, _, info = env.step(call("write_file", path="f", content="hello"))
+    assert obs == "Error: f is not a regular file" and info["tool_error"]
+    obs, *_ = env.step(call("search", pattern="hello"))
+    assert obs.startswith("No matches")
+    obs, *_ = env.step(call("str_replace", path="sparse.bin", old_str="a", new_str="b"))
+    assert "larger than 4 MiB" in obs
+    assert time.monotonic() - started < 20  # was: a hang, then 60 s, then 12 s
+    for name, arguments in [("bash", {"command": "echo " + "y" * 200_000}), ("search", {"pattern": "z" * 200_000})]:
+        obs, _, _, _, info = env.step(call(name, **arguments))
+        assert "longer than 100,000 bytes" in obs and info["tool_error"], (name, obs[:200])
+    obs, *_ = env.step(call("list_dir"))
+    assert "bad-\\xff.txt" in obs.splitlines()
+    env.trajectory.model_dump_json()  # the episode can be recorded

@@ -33,8 +33,10 @@ from pathlib import Path
 from lwm.envs.real import seccomp
 from lwm.envs.real.process import Reaper, processes_of
 
-HIDDEN_DIRS = ("/root", "/home", "/run", "/etc/ssh", "/etc/sudoers.d", "/var/lib/sudo", "/var/mail")
-"""Emptied inside (a tmpfs over each): homes hold keys and tokens, /run holds sockets (D-Bus, docker)."""
+HIDDEN_DIRS = ("/root", "/home", "/run", "/etc/ssh", "/etc/sudoers.d", "/var/lib/sudo", "/var/mail",
+               "/sys/class/net")
+"""Emptied inside (a tmpfs over each): homes hold keys and tokens, /run holds sockets (D-Bus, docker), and
+/sys/class/net names the host's network interfaces (the sandbox has none but loopback)."""
 HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 """Replaced by an empty file inside."""
 TMP_SIZE = 256 << 20

@@ -9,6 +9,7 @@ are confined to the repository; every answer is what the tool really returned, e
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import shutil
 import subprocess
@@ -62,7 +63,10 @@ DEFAULT_PROJECT = Path(__file__).parent / "projects" / "calc"
 
 
 MAX_READ_BYTES = 4 * 2**20
-"""read_file reads at most this much of a file (a 1 GB log must not take the host's memory)."""
+"""read_file reads at most this much of a file (a 1 GB log must not take the host's memory); str_replace and
+write_file, which run in lwm's own process, outside the sandbox's limits, refuse files larger than this."""
+MAX_ARGUMENT_BYTES = 100_000
+"""The longest bash command or search pattern: Linux refuses one argument over 128 KiB (E2BIG)."""
 
 
 class ToolError(Exception):
@@ -79,6 +83,12 @@ def unpack_project(source: Path, into: Path) -> Path:
         archive.extractall(into, filter="data")
     roots = [p for p in into.iterdir() if p.is_dir()]
     return roots[0] if len(roots) == 1 else into
+
+
+def _check_argument(tool: str, name: str, value: str) -> None:
+    if len(value.encode(errors="surrogateescape")) > MAX_ARGUMENT_BYTES:
+        raise ToolError(f"Error: invalid arguments for {tool}: {name} is longer than {MAX_ARGUMENT_BYTES:,} bytes; "
+                        "write it to a file with write_file first")
 
 
 @register("env", "swe")
@@ -149,6 +159,7 @@ class SWEEnv(TextEnv):
         if not isinstance(command, str):
             raise ToolError(f"Error: invalid arguments for bash: command must be a string, "
                             f"not {type(command).__name__}")
+        _check_argument("bash", "command", command)
         limit = self._timeout(timeout)
         done = run_capped(self._sandbox.argv("bash", "-c", command), limit)
         output = done.output
@@ -190,6 +201,10 @@ class SWEEnv(TextEnv):
 
     def _write_file(self, path: str, content: str) -> str:
         full = self._path(path)
+        if full.exists() and not full.is_file():  # writing a FIFO would block lwm itself
+            raise ToolError(f"Error: {path} is not a regular file")
+        if len(content.encode(errors="surrogateescape")) > MAX_READ_BYTES:
+            raise ToolError(f"Error: content is larger than {MAX_READ_BYTES // 2**20} MiB; write it in bash")
         created = next((p for p in [*reversed(full.parents), full] if not p.exists()), None)
         full.parent.mkdir(parents=True, exist_ok=True)
         full.write_text(content)
@@ -200,7 +215,10 @@ class SWEEnv(TextEnv):
     def _str_replace(self, path: str, old_str: str, new_str: str) -> str:
         full = self._path(path)
         if not full.is_file():
-            raise ToolError(f"Error: file not found: {path}")
+            raise ToolError(f"Error: {path} is not a regular file" if full.exists()
+                            else f"Error: file not found: {path}")
+        if full.stat().st_size > MAX_READ_BYTES:
+            raise ToolError(f"Error: {path} is larger than {MAX_READ_BYTES // 2**20} MiB: edit it with bash (sed)")
         text = full.read_text(errors="replace")
         count = text.count(old_str) if old_str else 0
         if count != 1:
@@ -213,11 +231,16 @@ class SWEEnv(TextEnv):
         full = self._path(path)
         if not full.is_dir():
             raise ToolError(f"Error: not a directory: {path}")
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in full.iterdir() if p.name != ".git")
+        # a name that is not UTF-8 is shown escaped (\\xff), as ls -b would: a lone surrogate cannot be recorded
+        entries = sorted(os.fsencode(p.name).decode(errors="backslashreplace") + ("/" if p.is_dir() else "")
+                         for p in full.iterdir() if p.name != ".git")
         return "\n".join(entries) if entries else "(empty directory)"
 
     def _search(self, pattern: str, path: str = ".") -> str:
         self._path(path)
-        out = self._bash(f"grep -rnE --exclude-dir=.git -- {shlex.quote(pattern)} {shlex.quote(path)} | head -n 100")
+        _check_argument("search", "pattern", pattern)
+        # -D skip: a FIFO or device the agent made would block grep until the command's timeout
+        out = self._bash(f"grep -rnE -D skip --exclude-dir=.git -- {shlex.quote(pattern)} {shlex.quote(path)} "
+                         "| head -n 100")
         body = out.rsplit("[exit code:", 1)[0].rstrip("\n")
         return body or f"No matches for {pattern!r} in {path}"

@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +29,11 @@ NAMED_KEYS = {"Enter", "Tab", "BTab", "Escape", "Up", "Down", "Left", "Right", "
               "PPage", "NPage", "BSpace", "DC", "IC", "Space"}
 PS1 = r"user@sandbox:\w$ "
 HOME = "/home/user"
+MAX_WAIT = 60.0
+"""The most seconds one action waits in all (the sum of its steps' ``duration``s, each held to what is left): a
+``duration`` of 1e9 must not hold a served session's thread, its sandbox and its server's shutdown."""
+SEND_CHUNK = 16_384
+"""Characters of literal text per tmux send-keys call: one argument over 128 KiB is refused by exec (E2BIG)."""
 
 
 def is_key(keystrokes: str) -> bool:
@@ -48,6 +54,8 @@ class TerminalEnv(TextEnv):
         self._pane: Any = None
         self._reaper: Reaper | None = None
         self._sandbox: Sandbox | None = None
+        self._closing = threading.Event()
+        """Set by close(), from any thread: a step waiting out its duration returns at once."""
 
     def provenance(self) -> Provenance:
         return Provenance(source="real", environment="terminal:bash-tmux-bwrap",
@@ -65,6 +73,7 @@ class TerminalEnv(TextEnv):
     def _launch(self) -> None:
         import libtmux
 
+        self._closing = threading.Event()
         self.workdir = self._given_workdir or Path(tempfile.mkdtemp(prefix="lwm-term-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
@@ -92,6 +101,7 @@ class TerminalEnv(TextEnv):
         raise RuntimeError(f"the sandboxed shell did not show a prompt within {self.start_timeout}s:\n{self.screen()}")
 
     def close(self) -> None:
+        self._closing.set()
         if self._reaper is not None:
             self._reaper.close()  # kills the tmux server; removes the socket, and the work folder unless given
             self._reaper = None
@@ -121,14 +131,20 @@ class TerminalEnv(TextEnv):
             for i, chunk in enumerate(keystrokes.split("\n")):
                 if i:
                     self._pane.send_keys("Enter", enter=False)
-                if chunk:
+                for start in range(0, len(chunk), SEND_CHUNK):
+                    piece = chunk[start:start + SEND_CHUNK]
                     # tmux reads an argument ending in ";" as a command separator, even with -l: escape it
-                    literal = chunk[:-1] + "\\;" if chunk.endswith(";") else chunk
+                    literal = piece[:-1] + "\\;" if piece.endswith(";") else piece
                     # "--" ends tmux's options: a chunk starting with "-" is text, not a flag
                     self._pane.cmd("send-keys", "-l", "--", literal)
-        time.sleep(duration)
+        self._closing.wait(duration)
 
     def transition(self, action: Action) -> Observation:
+        left = MAX_WAIT
         for step in action.content:
-            self._type(step["keystrokes"], float(step.get("duration", 0.1)))
-        return Observation(content=self.screen())
+            wait = min(float(step.get("duration", 0.1)), left)
+            self._type(step["keystrokes"], wait)
+            left -= wait
+        if self._closing.is_set():
+            raise RuntimeError("the terminal was closed during the step")
+        return Observation(content=self.screen(), metadata={"wait_capped": True} if left <= 0 else {})
