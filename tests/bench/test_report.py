@@ -78,3 +78,22 @@ def test_the_report_in_a_browser_shows_settings_actions_and_sorts_and_filters(tm
         table, box = opened.locator("table.diff"), opened.bounding_box()
         assert table.bounding_box()["width"] <= box["width"] + 1  # the diff wraps inside the page
         browser.close()
+
+
+def test_the_report_marks_answers_that_were_cut_fell_back_or_repaired(tmp_path):
+    from lwm.bench.report import write_report
+
+    samples = {f"s{i}": BenchSample(task="terminal", id=f"s{i}", prompt=["ls"], response=["a"], system_str="S",
+                                    turn_idx=1) for i in range(3)}
+    rows = [{"id": "s0", "prediction": "a", "finish_reason": "stop", "edit": {"status": "applied", "base": "previous"}},
+            {"id": "s1", "prediction": "a", "finish_reason": "loop", "form": {"loop": {"cut": 12}}},
+            {"id": "s2", "prediction": "", "finish_reason": "stop",
+             "edit": {"status": "malformed", "base": "example 1", "error": "no example 1"},
+             "form": {"empty": "previous"}}]
+    scores = {"domains": {}, "overall": None, "valid": 3, "failed": 0}
+    page = write_report(tmp_path / "r.html", scores, rows, samples).read_text()
+    assert page.count("⚑</span>") == 2  # s1 (loop cut) and s2 (fell back), not the applied edit
+    assert "its edit could not be applied (no example 1); fell back" in page and "cut after its first repeat" in page
+    for counted in ("<td>edit applied</td><td>1</td>", "<td>edit malformed</td><td>1</td>",
+                    "<td>finish loop</td><td>1</td>", "<td>loop cut</td><td>1</td>", "<td>empty previous</td><td>1</td>"):
+        assert counted in page, counted

@@ -114,7 +114,7 @@ def test_llm_judge_through_the_scripted_server(data, tmp_path):
                '"quality": 3}}</final_evaluation>')
     with ScriptedServer(["garbage", verdict]) as server:
         result = runner.invoke(app, ["bench", "judge", "--out", str(out), "--judge", "openai:judge",
-                                     "--base-url", server.base_url, "--concurrency", "1"])
+                                     "--judge-base-url", server.base_url, "--concurrency", "1"])
     assert result.exit_code == 0, result.output
     scores = runner.invoke(app, ["bench", "score", "--out", str(out)], env={"COLUMNS": "200"})
     assert json.loads((out / "scores.json").read_text())["overall"] == pytest.approx((3.8 - 1) / 4 * 100)
@@ -133,7 +133,7 @@ def test_an_llm_judge_also_judges_copy_last_so_the_report_shows_skill(data, tmp_
     out = tmp_path / "run"
     runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(out), "--model", "mock"])
     with ScriptedServer(judge_answer) as server:
-        args = ["bench", "judge", "--out", str(out), "--judge", "openai:judge", "--base-url", server.base_url]
+        args = ["bench", "judge", "--out", str(out), "--judge", "openai:judge", "--judge-base-url", server.base_url]
         result = runner.invoke(app, args, env={"COLUMNS": "200"})
         assert result.exit_code == 0, result.output
         past_first = sum(1 for s in load_samples(data) if s.turn_idx > 1)
@@ -153,7 +153,7 @@ def test_an_llm_judge_also_judges_copy_last_so_the_report_shows_skill(data, tmp_
     other = tmp_path / "no-floor"
     runner.invoke(app, ["bench", "infer", "--data", str(data), "--out", str(other), "--model", "mock"])
     with ScriptedServer(judge_answer) as server:
-        runner.invoke(app, ["bench", "judge", "--out", str(other), "--judge", "openai:judge", "--base-url",
+        runner.invoke(app, ["bench", "judge", "--out", str(other), "--judge", "openai:judge", "--judge-base-url",
                             server.base_url, "--no-floor"])
         assert len(server.requests) == 18
     runner.invoke(app, ["bench", "score", "--out", str(other)])

@@ -20,6 +20,19 @@ def test_a_folder_where_a_file_belongs_is_one_line_and_exit_2(tmp_path):
         assert done.stderr.strip() == f"lwm: error: {folder}: is a folder where a file belongs", argv
 
 
+def test_a_file_where_a_run_folder_belongs_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    (tmp_path / "session.json").write_text("{}")
+    data = Path(__file__).parents[2] / "data" / "bench-sample"
+    done = subprocess.run([lwm, "bench", "run", "--data", str(data), "--limit", "1", "--model", "mock", "--out",
+                           str(tmp_path / "session.json")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().endswith("session.json: is a file where a folder belongs")
+
+
 def test_usage_errors_are_one_line_in_lwms_style_not_boxed_panels():
     import subprocess
     import sys

@@ -54,6 +54,14 @@ def test_apt_installs_only_what_is_named_and_upgrades_nothing():
                                                       if not provision.installed(p)]
 
 
+def test_a_package_whose_install_would_upgrade_others_is_held_back_and_named(monkeypatch):
+    """bash-doc once pulled a newer bash (and python3.11 came along): such a package is left out, with why."""
+    would = {"bash-doc": ["bash"], "tmux": []}
+    monkeypatch.setattr(provision, "apt_upgrades", lambda packages: sorted({u for p in packages for u in would[p]}))
+    assert provision.split_upgrades(["tmux", "bash-doc"]) == (["tmux"], {"bash-doc": ["bash"]})
+    assert provision.split_upgrades(["tmux"]) == (["tmux"], {})
+
+
 def _commands(group, path=()):
     """Every command path of the CLI (typer's click group)."""
     import typer.main

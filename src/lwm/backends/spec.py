@@ -43,8 +43,37 @@ def load_backend(spec: str | None = None, **options: Any) -> Backend:
     provider, model, spec_options = parse_spec(spec or DEFAULT_SPEC)
     cls = get("backend", provider)
     accepted = inspect.signature(cls.__init__).parameters
+    spec_options = _checked(cls, provider, spec, spec_options)
     merged = {k: v for k, v in options.items() if v is not None and k in accepted} | spec_options
     try:
         return cls.from_spec(model, **merged)
     except TypeError as exc:
         raise ValueError(f"bad options for backend {provider!r} in {spec!r}: {exc}") from None
+
+
+def _checked(cls: type[Backend], provider: str, spec: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The spec's options, each known to the backend's constructor and of the type it declares: a typo or
+    ``n_threads=abc`` is a one-line ValueError, not a TypeError from deep inside or a silently ignored option."""
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    parameters = {name: p for name, p in inspect.signature(cls.__init__).parameters.items()
+                  if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved is not checked
+        hints = {}
+    checked = {}
+    for key, value in given.items():
+        if key not in parameters or key in ("model", "script"):
+            known = ", ".join(sorted(k for k in parameters if k not in ("model", "script"))) or "none"
+            raise ValueError(f"bad options for backend {provider!r} in {spec!r}: unknown option {key!r}; it takes: "
+                             f"{known}")
+        try:
+            checked[key] = TypeAdapter(hints[key]).validate_python(value) if key in hints else value
+        except ValidationError as exc:
+            wanted = getattr(hints[key], "__name__", str(hints[key]))
+            raise ValueError(f"bad options for backend {provider!r} in {spec!r}: {key}={value!r} should be {wanted} "
+                             f"({exc.errors()[0]['msg']})") from None
+    return checked

@@ -186,7 +186,7 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
                           "examples_when": wm.examples_when if wm.retriever else None,
                           "retrieve": wm.retriever.inputs if wm.retriever else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE], reporter)
-    update_run(out, data=str(data.resolve()))
+    update_run(out, data=str(data.resolve()), limit=limit)
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         reporter.say(f"resuming: {len(samples) - todo} samples already predicted in {out}")
@@ -283,7 +283,9 @@ def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[di
     where a floor exists; written to ``out``/scores.json, and to report.html when ``samples`` are given
     (then ``scores["report"]`` is its path)."""
     out = Path(out)
-    rows = rows if rows is not None else list(judged_rows(out).values())
+    # a rerun with --limit scores the samples it was asked for, not every row an earlier run left in ``out``
+    rows = rows if rows is not None else [row for key, row in judged_rows(out).items()
+                                          if samples is None or key in samples]
     if not rows:
         raise BenchError(f"nothing judged in {out}: run lwm bench judge first", option=True)
     run = read_run(out)

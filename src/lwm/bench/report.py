@@ -13,6 +13,7 @@ from typing import Any
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
 from lwm.bench.summary import DISPLAY, normalize
+from lwm.forms import answer_note
 from lwm.parsing import remove_marker
 from lwm.retrieval import action_text
 
@@ -24,7 +25,7 @@ summary{cursor:pointer}.score{display:inline-block;min-width:3em;font-weight:700
 .diff table{table-layout:fixed;width:100%}.diff td.diff_header{width:2.5em}
 .diff td{white-space:pre-wrap;overflow-wrap:anywhere}
 .pair{table-layout:fixed;width:100%}.pair td{width:50%}.note,.verdict{color:#555;font-size:13px}
-.settings th{text-align:left;background:#f4f4f4}"""
+.settings th{text-align:left;background:#f4f4f4}.mark{color:#b15900;font-weight:700}"""
 
 
 def bars_svg(scores: dict[str, Any]) -> str:
@@ -113,11 +114,36 @@ def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) 
         f"<p class='note'>({why})</p><table class='pair'><tr><th>real</th><th>predicted</th></tr>"
         f"<tr><td><pre>{_shown(real)}</pre></td><td><pre>{_shown(predicted)}</pre></td></tr></table>")
     shown = "failed" if total is None else f"{total:.0f}"
+    note = answer_note(row)
+    edit = row.get("edit") or {}
+    how = (f"answer: {html.escape(str(row.get('finish_reason') or '?'))}"
+           + (f" · edit {html.escape(str(edit.get('status')))} ({html.escape(str(edit.get('base')))})" if edit else "")
+           + (f" · <span class='mark'>{html.escape(note)}</span>" if note else ""))
     return (f"<details class='sample' data-score='{-1 if total is None else round(total, 2)}' "
             f"data-domain='{html.escape(sample.domain)}'><summary><span class='score'>{shown}</span> "
-            f"{html.escape(_label(action))} <small>{DISPLAY.get(sample.domain, sample.domain)} · "
-            f"{html.escape(row['id'])}</small></summary><p class='verdict'>{verdict}</p>"
+            + ("<span class='mark' title='cut, fell back or repaired: see the sample'>⚑</span> " if note else "")
+            + f"{html.escape(_label(action))} <small>{DISPLAY.get(sample.domain, sample.domain)} · "
+            f"{html.escape(row['id'])}</small></summary><p class='verdict'>{verdict}</p><p class='note'>{how}</p>"
             f"<p><b>Action</b></p><pre>{html.escape(action)}</pre>{body}</details>")
+
+
+def _answers(rows: list[dict[str, Any]]) -> str:
+    """How the answers ended, counted: finish reasons, edits applied or fallen back, repairs (``lwm.forms``)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        keys = [f"finish {row.get('finish_reason')}"] if row.get("finish_reason") else []
+        if row.get("edit"):
+            keys.append(f"edit {row['edit'].get('status')}")
+        keys += [f"{name} {value if isinstance(value, str) else 'cut'}"
+                 for name, value in (row.get("form") or {}).items()]
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ""
+    cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{n}</td></tr>" for k, n in sorted(counts.items()))
+    return ("<h2>How the answers ended</h2><p class='note'>Finish reasons, edits (applied, or malformed and fallen "
+            "back) and repairs of ill-formed answers (a stopped loop, a JSON retry, HTML, an empty answer); a "
+            f"sample so marked has ⚑.</p><table><tr><th>what</th><th>answers</th></tr>{cells}</table>")
 
 
 def _settings(run: dict[str, Any]) -> str:
@@ -181,7 +207,8 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
             f"{_settings(scores.get('run') or {})}"
             f"<p>Overall: <b>{fmt(scores['overall'])}</b> over {scores['valid']} valid samples "
             f"({scores['failed']} failed). Every score here is on one scale, 0-100: (mean - 1) / 4 x 100.</p>"
-            f"<table><tr>{head}</tr>{body}</table>{_skill(scores)}<h2>Per domain</h2>{bars_svg(scores)}"
+            f"<table><tr>{head}</tr>{body}</table>{_skill(scores)}{_answers(rows)}"
+            f"<h2>Per domain</h2>{bars_svg(scores)}"
             f"<h2>Samples{more}</h2>{CONTROLS.format(domains=domains)}<div id='samples'>{items}</div>"
             f"{SCRIPT}</body></html>")
     path.write_text(page, encoding="utf-8")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
+import typer.main
 
 if "COLUMNS" not in os.environ and not sys.stdout.isatty():
     # piped or in CI, rich would cut every table at 80 columns ("factu…"); set before any Console exists
@@ -33,13 +35,43 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """Language world models: simulate an agent's environment with an LLM."""
 
 
+_PLAIN_TYPES = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH"}
+
+
+def plain_help(command: Any, inherited: dict[str, Any] | None = None) -> Any:
+    """Help that reads like a person wrote it: a flag shows no ``<bool>``, a value its kind in capitals
+    (``PATH``, ``N``; a repeatable one ``PATH…``) instead of ``<list[Path]>``, and an on/off pair its default as
+    ``on`` or ``off`` rather than ``no-compact``. Applied to the whole (typer's own click) command tree once,
+    before it runs."""
+    settings = {**(inherited or {}), **command.context_settings}  # -h as well as --help, as the root says
+    help_option = command.get_help_option(command.context_class(command, **settings))  # click keeps it
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "param_type_name", "") != "option" or param.metavar is not None:
+            continue
+        if param.is_flag:
+            param.metavar = ""
+            if param.secondary_opts and isinstance(param.default, bool) and param.show_default is not False:
+                param.show_default = "on" if param.default else "off"
+            continue
+        shown = param.display_type(command.context_class(command)) if hasattr(param, "display_type") else None
+        if isinstance(shown, str):
+            bare = shown.strip("<>")
+            many = bare.startswith("list[")
+            bare = bare.removeprefix("list[").removesuffix("]")
+            if "|" not in bare:  # a choice keeps its values
+                param.metavar = _PLAIN_TYPES.get(bare.lower(), bare.upper()) + ("…" if many else "")
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub, settings)
+    return command
+
+
 def main() -> None:
     """The command, every error in one style — ``lwm: error: ...``, exit 2 — whether an option is wrong (click's
     usage errors, which typer would box) or a folder is given where a file belongs (wherever it surfaces)."""
     from typer.exceptions import TyperException  # typer's own click: its usage errors derive from this
 
     try:
-        code = app(standalone_mode=False)
+        code = plain_help(typer.main.get_command(app))(standalone_mode=False)
     except TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError":  # `lwm bench` alone: its help, as before
@@ -52,8 +84,9 @@ def main() -> None:
     except typer.Abort:
         typer.echo("lwm: interrupted", err=True)
         raise SystemExit(130) from None
-    except (IsADirectoryError, NotADirectoryError) as exc:
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:  # FileExistsError: mkdir on a file
         what = "is a folder where a file belongs" if isinstance(exc, IsADirectoryError) else \
+            "is a file where a folder belongs" if isinstance(exc, FileExistsError) else \
             "a part of this path is a file where a folder belongs"
         typer.echo(f"lwm: error: {exc.filename}: {what}", err=True)
         raise SystemExit(2) from None

@@ -29,9 +29,10 @@ agent_app.add_typer(tasks_app, name="tasks")
 console = Console()
 
 Env = Annotated[str, typer.Option(help="sim (a world model plays the environment) or real.")]
-PolicySpec = Annotated[str, typer.Option("--policy", help="The agent: a model spec (embedded, openai:NAME, "
-                                         "transformers:DIR, hf:DIR), 'expert' (the scripted expert of each task) or "
-                                         "'reader' (searches like the expert, answers with what the page shows).")]
+PolicySpec = Annotated[str, typer.Option("--policy", help="The agent: a model spec (embedded, openai:NAME — its "
+                                         "server from OPENAI_BASE_URL and OPENAI_API_KEY —, transformers:DIR, "
+                                         "hf:DIR), 'expert' (the scripted expert of each task) or 'reader' (searches "
+                                         "like the expert, answers with what the page shows).")]
 WorldModelSpec = Annotated[str, typer.Option("--world-model", help="With --env sim: the world model's spec.")]
 MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
 Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]

@@ -169,9 +169,9 @@ PredictionsFile = Annotated[Path | None, typer.Option("--predictions", help="A p
 @bench_app.command("judge")
 def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None, typer.Option(
               help="Benchmark data (default: the one infer used).")] = None, predictions_file: PredictionsFile = None,
-              base_url: Annotated[str | None, typer.Option("--judge-base-url", "--base-url", help="The judge's "
-                                                           "OpenAI-compatible base URL.")] = None,
-              api_key: Annotated[str | None, typer.Option("--judge-api-key", "--api-key", help="The judge's API key "
+              base_url: Annotated[str | None, typer.Option("--judge-base-url", help="The judge's "
+                                                           "OpenAI-compatible base URL (as in bench run).")] = None,
+              api_key: Annotated[str | None, typer.Option("--judge-api-key", help="The judge's API key "
                                                           "(or OPENAI_API_KEY).")] = None,
               judge_max_tokens: JudgeMaxTokens = None,
               judge_temperature: JudgeTemperature = None, judge_retries: JudgeRetries = None,

@@ -22,6 +22,9 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
           system: Annotated[bool, typer.Option(
               "--system/--no-system",
               help="As root, install the missing system packages with apt (only those; nothing is upgraded).")] = True,
+          allow_upgrades: Annotated[bool, typer.Option(
+              "--allow-upgrades", help="Also install a missing system package whose install upgrades installed ones "
+              "(by default it is left out and named).")] = False,
           ) -> None:
     """Install what the real environments need into lwm's data folder (LWM_DATA_DIR overrides): the npm and
     PyPI MCP servers, the SWE projects' source distributions; and check the system packages (as root, install
@@ -34,11 +37,14 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
     say = lambda line: console.print(f"[dim]setup: {line}[/]")  # noqa: E731
     missing = provision.missing_system(chosen)
     if missing and not check and system and os.geteuid() == 0:
-        upgrades = provision.apt_upgrades(missing)
-        console.print(f"setup: installing system packages: {' '.join(missing)}"
-                      + (f" (apt must also upgrade, as their dependencies: {' '.join(upgrades)})" if upgrades else ""))
         subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(provision.apt_line(missing), check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        go, held = (missing, {}) if allow_upgrades else provision.split_upgrades(missing)
+        for package, upgrades in held.items():
+            console.print(f"setup: not installing {package}: it would upgrade {' '.join(upgrades)}, which are "
+                          "installed (--allow-upgrades installs it anyway)")
+        if go:
+            console.print(f"setup: installing system packages: {' '.join(go)}")
+            subprocess.run(provision.apt_line(go), check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         missing = provision.missing_system(chosen)
     parts = [p for p in provision.PARTS if p.env in chosen]
     if not check and any(not p.ready() for p in parts):

@@ -109,6 +109,15 @@ def apt_upgrades(packages: Sequence[str]) -> list[str]:
     return [line.split()[1] for line in done.stdout.splitlines() if line.startswith("Inst ") and " [" in line]
 
 
+def split_upgrades(packages: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``packages`` that install without upgrading anything already there, and for each of the others, what its
+    install would upgrade (e.g. bash-doc pulls a newer bash): those are left out unless the user consents."""
+    if not packages or not apt_upgrades(packages):
+        return list(packages), {}
+    held = {p: ups for p in packages if (ups := apt_upgrades([p]))}
+    return [p for p in packages if p not in held], held
+
+
 # --- lwm's own parts -----------------------------------------------------------------------------------------
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
