@@ -20,8 +20,8 @@ from lwm.worldmodel import ContextOverflowError
 @o.model_options(**o.INTERACTIVE)
 def simulate(
     action: Annotated[str, typer.Option(help="The action in the domain's format ('-' reads stdin).")],
-    domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android (default: the --history's "
-                                                        "domain, else terminal).")] = None,
+    domain: Annotated[str | None, typer.Option(help="mcp, search, terminal, swe, web, os, android (default: the "
+                                                    "--history's domain, else terminal).")] = None,
     context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON whose turns come before the action.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
