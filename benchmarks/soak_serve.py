@@ -70,7 +70,7 @@ def openenv_client(url: str, face: str, until: float, seed: int, tally: Tally) -
     rng = random.Random(seed)
     while time.monotonic() < until:
         try:
-            socket = connect(url.replace("http", "ws") + "/ws", open_timeout=30, max_size=2**24)
+            socket = connect(url.replace("http", "ws") + "/ws", open_timeout=30, max_size=2**24, legacy=True)
         except Exception:  # noqa: BLE001 - counted: the server was full or busy
             tally.add(f"{face} connect refused")
             time.sleep(0.5)
@@ -178,6 +178,7 @@ def main() -> None:
                  "--store", str(stores["openenv-real"]), "--max-sessions", str(args.real), "--idle-seconds", "20"],
                 f"http://127.0.0.1:{ports['openenv-real']}/health", env)
         until = time.monotonic() + args.minutes * 60
+        began = time.time()
         url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
         threads = [threading.Thread(target=openenv_client, args=(url["openenv"], "openenv", until, i, tally))
                    for i in range(args.sessions - args.real)]
@@ -223,7 +224,9 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 stopped = False
-            left = [p for p in below[name] if Path(f"/proc/{p}").exists()]
+            grace = time.monotonic() + 15  # a sandbox's watchdog cleans up once its server has gone
+            while (left := [p for p in below[name] if Path(f"/proc/{p}").exists()]) and time.monotonic() < grace:
+                time.sleep(0.5)
             checks.append((f"{name}: stopped on SIGTERM", stopped, ""))
             checks.append((f"{name}: no process left", not left, f"{len(below[name])} before, {len(left)} left"))
         # every episode a client saw stored exactly once
@@ -236,7 +239,7 @@ def main() -> None:
             twice = [e for e, n in counts.items() if n > 1]
             checks.append((f"{name}: every episode stored once", not missing and not twice,
                            f"{len(seen)} seen, {len(stored)} stored, {len(missing)} missing, {len(twice)} twice"))
-        sandboxes = [p for p in Path(tempfile.gettempdir()).glob("lwm-sandbox-*")]
+        sandboxes = [p for p in Path(tempfile.gettempdir()).glob("lwm-sandbox-*") if p.stat().st_mtime > began]
         checks.append(("no lwm-sandbox-* folder left", not sandboxes, f"{len(sandboxes)}"))
 
     table = Table(title=f"soak: {args.minutes:g} min, {args.sessions} clients per face, {args.real} of them on the "

@@ -199,3 +199,36 @@ def test_an_unknown_mirror_is_one_line_naming_the_presets():
     assert result.exit_code == 2
     assert result.output.strip().count("\n") == 0 and "not a preset (memory" in result.output
     assert "bwrap" not in result.output
+
+
+def test_sessions_open_when_the_server_is_stopped_are_recorded(tmp_path):
+    """uvicorn raises SIGTERM again after its graceful shutdown: the open sessions were lost with the process."""
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([LWM, "serve", "mcp", "--tools", str(tools), "--model", "mock", "--transport", "http",
+                               "--port", str(port), "--store", str(tmp_path / "s")], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        _, answers = asyncio.run(over_http(f"http://127.0.0.1:{port}/mcp", [("lookup", {"key": "kept"})] * 2))
+        # the client's session is still open (over_http left it; the idle timeout is far off) when the server stops
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    finally:
+        server.kill()
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert len(recorded.turns) == 2 and recorded.provenance.extra["session"] == answers[0].meta["lwm/session"]

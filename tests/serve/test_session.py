@@ -40,3 +40,16 @@ def test_an_episode_is_truncated_at_max_turns_and_must_be_reset():
         session.step(LS)
     with pytest.raises(ValueError, match="is a search task"):
         session.reset(task="search/syscall-0000")
+
+
+def test_a_bad_reset_leaves_the_episode_in_progress_going():
+    from lwm.agent.tasks import UnknownTaskError
+
+    session = Session(ServeConfig(domain="terminal", model="mock"), None, "test")
+    session.world_model = ServeConfig(domain="terminal", model="mock").world_model()
+    session.reset(seed=0)
+    session.step(LS)
+    for bad in ({"task": "nope/x"}, {"task": "search/syscall-0000"}, {"context": {"tools": 5}}):
+        with pytest.raises((ValueError, UnknownTaskError)):
+            session.reset(**bad)
+    assert session.step(LS).observation.startswith("mock observation") and session.steps == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -55,7 +56,17 @@ def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
 
     from lwm.serve.auth import guard
 
-    uvicorn.run(guard(app, host, token), host=host, port=port, log_level="warning")
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default action that kills
+    # the process before the caller's `finally` records the open sessions. As SystemExit, cleanup runs.
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        uvicorn.run(guard(app, host, token), host=host, port=port, log_level="warning")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 @serve_app.command("openenv")

@@ -116,15 +116,17 @@ class Session:
 
     def reset(self, seed: int | None = None, task: str | None = None,
               context: Context | dict[str, Any] | None = None) -> StepResult:
-        """Start a new episode (closing the previous one): a task's, or the domain's with ``context``."""
-        self.close()
+        """Start a new episode (closing the previous one): a task's, or the domain's with ``context``. A bad
+        task or context is refused before anything is closed: the episode in progress goes on."""
         if task and self.config.mode not in ("sim", "real"):
             raise ValueError(f"tasks run in sim or real mode, not {self.config.mode}")
-        self.task = get_task(task) if task else None
-        if self.task is not None and self.task.domain != self.config.domain:
-            raise ValueError(f"task {task} is a {self.task.domain} task; this server serves {self.config.domain}")
+        chosen = get_task(task) if task else None
+        if chosen is not None and chosen.domain != self.config.domain:
+            raise ValueError(f"task {task} is a {chosen.domain} task; this server serves {self.config.domain}")
         if isinstance(context, dict):
             context = Context.model_validate(context)
+        self.close()
+        self.task = chosen
         provenance = {"served": self.face, "mode": self.config.mode, "session": self.id,
                       **({"task": self.task.id} if self.task else {})}
         if self.config.control is not None:

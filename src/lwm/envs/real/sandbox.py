@@ -26,6 +26,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,17 +201,20 @@ class Sandbox:
 
 
 _shared: tuple[Path, Reaper] | None = None
+_shared_lock = threading.Lock()
 
 
 def _shared_dir() -> Path:
     """One folder per lwm process for the sandboxes' own files (passwd/group entries, the seccomp
-    program), removed by a reaper when the process ends, however it ends."""
+    program), removed by a reaper when the process ends, however it ends. Made under a lock: two sessions
+    starting at once made two folders, and the one whose reaper was dropped stayed behind."""
     global _shared
-    if _shared is None or not _shared[0].exists():
-        folder = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
-        folder.chmod(0o755)
-        _shared = (folder, Reaper([folder]))
-    return _shared[0]
+    with _shared_lock:
+        if _shared is None or not _shared[0].exists():
+            folder = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
+            folder.chmod(0o755)
+            _shared = (folder, Reaper([folder]))
+        return _shared[0]
 
 
 def _identity_files(uid: int) -> list[Path]:
