@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,53 +14,31 @@ from pathlib import Path
 
 import pytest
 
-DOMAIN = '''
-"""A kanban board: actions move cards between columns."""
-
-from lwm.domains.base import ActionError, Domain
-from lwm.registry import register
+README = Path(__file__).parents[1] / "README.md"
 
 
-@register("domain")
-class Kanban(Domain):
-    name = "kanban"
-    title = "Kanban Board"
-    example_action = {"move": "card-1", "to": "done"}
-
-    def normalize(self, content):
-        if not isinstance(content, dict) or set(content) != {"move", "to"}:
-            raise ActionError('kanban actions look like {"move": "card-1", "to": "done"}')
-        return content
-'''
-PROMPT = "You play a kanban board in a small team's tracker. Show the board after each move.\n\n{context}\n"
+def readme_package() -> dict[str, str]:
+    """The files of README's "A domain of your own", as written there: each fenced block whose first line is
+    ``# <path>`` is that file."""
+    section = README.read_text().split("### A domain of your own", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    files = {}
+    for block in re.findall(r"```[a-z]*\n(.*?)```", section, re.DOTALL):
+        first, _, body = block.partition("\n")
+        if first.startswith("# ") and "/" in first or first.strip() == "# pyproject.toml":
+            files[first[2:].strip()] = body
+    return files
 
 
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> Path:
-    """The plugin package built and installed (pip, no network) into a folder of its own."""
+    """README's plugin package, built and installed (pip, no network) into a folder of its own."""
     root = tmp_path_factory.mktemp("plugin")
     source = root / "src"
-    package = source / "lwm_kanban"
-    (package / "prompts" / "kanban").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "domain.py").write_text(DOMAIN)
-    (package / "prompts" / "kanban" / "system_prompt.txt").write_text(PROMPT)
-    (package / "prompts" / "kanban" / "judge_system_prompt.txt").write_text("Judge the board.\n\n{rubric}\n")
-    (source / "pyproject.toml").write_text(textwrap.dedent('''
-        [build-system]
-        requires = ["setuptools>=68"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "lwm-kanban"
-        version = "0.1"
-
-        [project.entry-points."lwm.plugins"]
-        kanban = "lwm_kanban.domain"
-
-        [tool.setuptools.package-data]
-        lwm_kanban = ["prompts/*/*.txt"]
-    '''))
+    files = readme_package()
+    assert set(files) == {"lwm_kanban/domain.py", "lwm_kanban/prompts/kanban/system_prompt.txt", "pyproject.toml"}
+    for name, text in {**files, "lwm_kanban/__init__.py": ""}.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
     site = root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
@@ -160,3 +139,24 @@ def test_a_broken_or_clashing_plugin_is_one_line_and_lwm_goes_on(bad_plugins):
     for args in (["--help"], ["models"]):
         shown = subprocess.run([lwm, *args], capture_output=True, text=True, env=_env(bad_plugins), timeout=120)
         assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+
+
+def test_a_plugin_installed_without_its_prompts_says_how_to_ship_them(tmp_path):
+    """Without package-data the prompts are not installed: one line naming the missing file and the fix, not a
+    FileNotFoundError traceback that points at lwm's own prompts folder."""
+    source = tmp_path / "src"
+    files = readme_package()
+    files["pyproject.toml"] = files["pyproject.toml"].split("[tool.setuptools.package-data]")[0]
+    for name, text in {**files, "lwm_kanban/__init__.py": ""}.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    done = subprocess.run([lwm, "simulate", "--domain", "kanban", "--model", "mock", "--no-cache",
+                           "--action", '{"move": "card-1", "to": "done"}'], capture_output=True, text=True,
+                          env=_env(site), timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert "system_prompt.txt is missing" in done.stderr and "package-data" in done.stderr
+    assert "{context}" in done.stderr

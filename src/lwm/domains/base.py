@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
-from lwm.prompts import PromptSet
+from lwm.prompts import PLACEHOLDERS, PromptNotFound, PromptSet
 from lwm.types import Action, Context, JSONValue, Trajectory
 
 
@@ -117,7 +117,16 @@ class Domain:
     # --- prompts -------------------------------------------------------------------------------
     def prompts(self, prompts_dir: str | Path | None = None) -> PromptSet:
         """The templates of ``prompts_dir`` (a user's), else the domain's own, else lwm's."""
-        return PromptSet(self.name, prompts_dir, own=self.prompts_root())
+        own = self.prompts_root()
+        if prompts_dir is None and own is None and type(self).__module__.split(".")[0] != "lwm":
+            module = sys.modules.get(type(self).__module__)
+            beside = Path(module.__file__).parent / "prompts" / self.name if module and module.__file__ else "?"
+            raise PromptNotFound(
+                f"domain {self.name!r} ({type(self).__module__}) has no prompts: {beside}/system_prompt.txt is "
+                f"missing. Ship the folder with the package (setuptools: [tool.setuptools.package-data] "
+                f"{type(self).__module__.split('.')[0]} = [\"prompts/*/*.txt\"]); a template may use "
+                f"{', '.join(PLACEHOLDERS)}")
+        return PromptSet(self.name, prompts_dir, own=own)
 
     def system_prompt(self, context: Context, *, compact: bool = False, prompts_dir: str | Path | None = None) -> str:
         """The world model's system prompt; a prompt carried by the data itself wins."""

@@ -27,6 +27,13 @@ def _read(root: str | None, *parts: str) -> str | None:
         return None
 
 
+PLACEHOLDERS = ("{context}", "{answer_format}", "{rubric}")
+
+
+class PromptNotFound(ValueError):
+    """A domain's template is not where it should be; the message says where it was looked for and why."""
+
+
 class PromptSet:
     """The templates of one domain, from lwm's own set, a plugin domain's own folder (``own``, laid out the
     same way) or a user's directory."""
@@ -42,7 +49,7 @@ class PromptSet:
             if text is not None:
                 return text
         where = Path(self.root) if self.root else Path(str(_OURS))
-        raise FileNotFoundError(f"no prompt template {names[-1]} for domain {self.domain!r} under {where}")
+        raise PromptNotFound(f"no prompt template {names[-1]} for domain {self.domain!r} under {where}")
 
     def system(self, context: str, *, compact: bool = False) -> str:
         names = ("system_prompt_compact.txt", "system_prompt.txt") if compact else ("system_prompt.txt",)
