@@ -65,6 +65,8 @@ def test_a_limited_rerun_scores_only_its_own_samples_and_records_its_limit(tmp_p
         scores = pipeline.score(out, by_key)
         assert scores["samples"] == len(by_key) == 6 * limit and scores["run"]["limit"] == limit
         assert scores["skill_over_copy_last"]["overall"]["samples"] <= 6 * limit
+        page = Path(scores["report"]).read_text()
+        assert f"<h1>lwm benchmark: copy-last (first {limit} samples per domain)</h1>" in page
 
 
 def test_a_rerun_with_other_settings_is_refused_and_loses_nothing(tmp_path):
@@ -84,3 +86,12 @@ def test_no_samples_and_nothing_judged_are_clear_errors(tmp_path):
     assert any(line.startswith("warn: ") and "terminal_test.jsonl" in line for line in recorder.said)
     with pytest.raises(pipeline.BenchError, match="nothing judged"):
         pipeline.score(tmp_path / "empty", None)
+
+
+def test_many_unreadable_lines_are_named_five_times_then_counted(tmp_path):
+    (tmp_path / "terminal_test.jsonl").write_text("not json\n" * 40)
+    recorder = Recorder()
+    with pytest.raises(pipeline.BenchError, match="no benchmark samples.*40 problems"):
+        pipeline.infer(tmp_path, tmp_path / "run", ModelOptions("copy-last"), reporter=recorder)
+    warned = [line for line in recorder.said if line.startswith("warn: ")]
+    assert len(warned) == 6 and warned[-1] == "warn: ... and 35 more like these"

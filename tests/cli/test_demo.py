@@ -18,6 +18,9 @@ def test_demo_records_predicts_scores_and_reports(tmp_path):
     assert "rule scores (0-100)" in output
     report = (tmp_path / "report.html").read_text()
     assert report.count("<details class='sample'") == 7 and "<svg" in report
+    # the settings, dates and skill over copy-last a bench report has
+    assert "<th>demo model</th><td>mock</td>" in report and "<th>demo started</th>" in report
+    assert "Skill over copy-last" in report and "skill over copy-last" in output
     assert "plain SmolLM2-135M" not in output  # the note is for the default model only
 
 

@@ -81,6 +81,10 @@ class Quiet:
 QUIET = Quiet()
 
 
+SHOWN_PROBLEMS = 5
+"""Unreadable lines named one by one; the rest are counted (a trajectory file given as data made 74 lines)."""
+
+
 def read_samples(data: Path, reporter: Reporter = QUIET) -> list[BenchSample]:
     """Every sample of a data folder or file; unreadable lines are reported and passed over."""
     problems: list[str] = []
@@ -88,8 +92,10 @@ def read_samples(data: Path, reporter: Reporter = QUIET) -> list[BenchSample]:
         samples = load_samples(data, problems)
     except FileNotFoundError as exc:
         raise BenchError(str(exc), option=True) from None
-    for problem in problems:
+    for problem in problems[:SHOWN_PROBLEMS]:
         reporter.warn(problem)
+    if len(problems) > SHOWN_PROBLEMS:
+        reporter.warn(f"... and {len(problems) - SHOWN_PROBLEMS} more like these")
     if not samples:
         raise BenchError(f"no benchmark samples in {data}" + (f" ({len(problems)} problems, above)" if problems
                          else "") + ": expected <domain>_test.jsonl rows (lwm bench export makes them)")
@@ -186,7 +192,10 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
                           "examples_when": wm.examples_when if wm.retriever else None,
                           "retrieve": wm.retriever.inputs if wm.retriever else None},
            out / PREDICTIONS, force_new, [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE], reporter)
-    update_run(out, data=str(data.resolve()), limit=limit)
+    # not pinned (a resume need not match them): what --limit and the retrieved transitions' digests stand for
+    update_run(out, data=str(data.resolve()), limit=limit,
+               retrieve_from=[str(p) for p in options.retrieve] if options.retrieve else
+               "the model's own transitions" if wm.retriever else None)
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         reporter.say(f"resuming: {len(samples) - todo} samples already predicted in {out}")
@@ -300,7 +309,9 @@ def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[di
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
     if samples is not None:
-        return {**scores, "report": str(write_report(out / REPORT, scores, rows, samples))}
+        model = (run.get("infer") or {}).get("model")
+        title = f"lwm benchmark: {model}" + (f" (first {run['limit']} samples per domain)" if run.get("limit") else "")
+        return {**scores, "report": str(write_report(out / REPORT, scores, rows, samples, title=title))}
     return scores
 
 

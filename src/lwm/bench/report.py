@@ -146,6 +146,15 @@ def _answers(rows: list[dict[str, Any]]) -> str:
             f"sample so marked has ⚑.</p><table><tr><th>what</th><th>answers</th></tr>{cells}</table>")
 
 
+def _value(value: Any) -> str:
+    """A setting as a person reads it: ``terminal 256, web 512`` for a dict, a list comma-separated."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_value(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_value(v) for v in value)
+    return str(value)
+
+
 def _settings(run: dict[str, Any]) -> str:
     """Every setting the run recorded (model, sampling — a temperature or seed of 0 too —, data, protocol,
     judge, lwm's version, start and end times), shown before any number."""
@@ -153,7 +162,7 @@ def _settings(run: dict[str, Any]) -> str:
     for stage, recorded in run.items():
         if isinstance(recorded, dict):
             rows += [(f"{stage} {key}", value) for key, value in recorded.items()]
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_value(v))}</td></tr>" for k, v in rows
                     if v is not None)
     return f"<table class='settings'>{cells}</table>" if cells else ""
 

@@ -10,8 +10,10 @@ import typer
 import typer.main
 
 if "COLUMNS" not in os.environ and not sys.stdout.isatty():
-    # piped or in CI, rich would cut every table at 80 columns ("factu…"); set before any Console exists
-    os.environ["COLUMNS"] = "160"
+    # Piped (`lwm models | cat`) the terminal is still stderr's or stdin's: its width. With no terminal at all
+    # (CI, a file), 160: rich would cut every table at 80 columns ("factu…"). Set before any Console exists.
+    os.environ["COLUMNS"] = next((str(os.get_terminal_size(s.fileno()).columns) for s in (sys.stderr, sys.stdin)
+                                  if s is not None and s.isatty()), "160")
 
 from lwm import __version__
 from lwm.cli import agent, bench, collect, data, demo, models, serve, setup, shell, simulate, testserver, train

@@ -7,6 +7,7 @@ side with the rule scores, and writes the HTML report. Offline with the default 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -14,12 +15,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lwm import __version__
 from lwm.backends import DEFAULT_SPEC
+from lwm.bench.baseline import copy_last_totals, skill_over
 from lwm.bench.data import export_trajectories
 from lwm.bench.report import write_report
 from lwm.bench.rules import DIMENSIONS
 from lwm.bench.scorer import load_scorer
-from lwm.bench.summary import aggregate, score_table
+from lwm.bench.summary import aggregate, score_table, skill_table
 from lwm.cli import options as o
 from lwm.cli.common import fail
 from lwm.envs.real import TerminalEnv
@@ -70,6 +73,7 @@ def demo(
 ) -> None:
     """Record a real terminal episode, predict every step with the world model, compare and score."""
     console = Console()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         trajectory = record(console)
     except (SandboxUnavailable, RuntimeError) as exc:
@@ -95,7 +99,14 @@ def demo(
                       f"{verdict.reward * 100:.0f}")
     console.print(table)
     result = aggregate(rows)
+    result["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
+    result["run"] = {"demo": {"model": wm.backend.name, "temperature": wm.config.temperature,
+                              "max_tokens": wm.config.max_tokens, "judge": "rules", "episode": trajectory.id,
+                              "commands": len(COMMANDS), "lwm": __version__, "started": started,
+                              "finished": datetime.now(UTC).isoformat(timespec="seconds")}}
     console.print(score_table(result, "rule scores (0-100)"))
+    if result["skill_over_copy_last"]["overall"]:
+        console.print(skill_table(result["skill_over_copy_last"]))
     out.mkdir(parents=True, exist_ok=True)
     path = write_report(out / "report.html", result, rows, samples, title=f"lwm demo: {wm.backend.name}")
     console.print(f"report: {path.resolve()}  (dimensions: {', '.join(DIMENSIONS)})")
