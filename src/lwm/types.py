@@ -98,6 +98,24 @@ class Trajectory(BaseModel):
         Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")
 
 
+def read_tools(path: str | Path) -> list[dict[str, Any]]:
+    """A tools file (``--tools``): a JSON list of MCP tool definitions (``name``, ``description``,
+    ``inputSchema``, optionally ``outputSchema``), or ``{"tools": [...]}`` as an MCP server's tools/list
+    returns it. Errors name the file and what it should hold."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"--tools {path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--tools {path}: not a JSON file ({exc})") from None
+    tools = data.get("tools") if isinstance(data, dict) else data
+    if not isinstance(tools, list) or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
+        raise ValueError(f"--tools {path}: expected a JSON list of tools, each an object with a 'name' (and "
+                         "'description', 'inputSchema'), or {\"tools\": [...]} as tools/list returns it")
+    return tools
+
+
 def load_context(path: str | Path) -> Context:
     """Read a context file: a Context JSON, a whole trajectory (its context is used), or a tool list."""
     path = Path(path)

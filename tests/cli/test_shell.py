@@ -66,6 +66,31 @@ def test_bad_mcp_line_is_reported_and_the_session_goes_on(tmp_path):
     assert len(shell.trajectory.turns) == 1
 
 
+def test_the_mcp_shell_refuses_what_the_server_would_and_reads_tools_files(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+    from lwm.types import Context
+
+    tools = [{"name": "read_file", "description": "Read a file", "inputSchema": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+    shell = SimShell(WorldModel(MockBackend(), cache=False), Trajectory(domain="mcp", context=Context(tools=tools)),
+                     Console(record=True))
+    assert shell.handle('grep {"x": 1}') == "Unknown tool: grep (tools: read_file)"  # not asked of the model
+    assert shell.handle('read_file {"path": 3}').startswith("Invalid arguments for tool read_file")
+    assert shell.handle('read_file {"path": "/a"}').startswith("mock observation")
+    assert len(shell.trajectory.turns) == 1
+    (tmp_path / "tools.json").write_text(json.dumps({"tools": tools}))
+    done = CliRunner().invoke(app, ["shell", "--domain", "mcp", "--model", "mock", "--no-cache", "--tools",
+                                    str(tmp_path / "tools.json")], input='grep {"x": 1}\n')
+    assert done.exit_code == 0 and "Unknown tool: grep" in done.output
+    missing = CliRunner().invoke(app, ["shell", "--domain", "mcp", "--model", "mock", "--tools",
+                                       str(tmp_path / "nope.json")])
+    assert missing.exit_code == 2 and "--tools" in missing.output and "no such file" in missing.output
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_real_terminal_session_in_tmux(tmp_path):
     lwm = Path(sys.executable).parent / "lwm"

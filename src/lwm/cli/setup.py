@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -61,6 +62,11 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
         table.add_column(column)
     for part in parts:
         table.add_row(part.describe, part.env, "[green]ready[/]" if part.ready() else "[red]missing[/]")
+    if "mcp" in chosen:  # not lwm setup's to install: they come with lwm[mcp], into lwm's own environment
+        here = Path(sys.executable).parent
+        absent = [name for name in ("mcp-server-time", "mcp-server-git") if not (here / name).exists()]
+        table.add_row("PyPI MCP servers beside lwm (time, git)", "mcp",
+                      "[green]ready[/]" if not absent else "[red]missing: pip install 'lwm[mcp]'[/]")
     table.add_row("system packages", ", ".join(chosen),
                   "[green]ready[/]" if not missing else f"[red]missing: {' '.join(missing)}[/]")
     Console().print(table)

@@ -22,7 +22,8 @@ from lwm.cli import options as o
 from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
 from lwm.envs import RecordTrajectory, SimEnv
-from lwm.types import Trajectory
+from lwm.serve.mirror import invalid_call
+from lwm.types import Trajectory, read_tools
 from lwm.worldmodel import ContextOverflowError, WorldModel
 
 PROMPT_LINE = re.compile(r"[$#>%]\s?$")
@@ -69,6 +70,10 @@ class SimShell:
             action = self.domain.from_shell(line)
         except ActionError as exc:
             return f"lwm: {exc}"
+        tools = self.trajectory.context.tools
+        if self.domain.name == "mcp" and tools and (refused := invalid_call(tools, action)):
+            # as `lwm serve mcp` does: what the real server would refuse is not asked of the model
+            return f"{refused} (tools: {', '.join(t.get('name', '?') for t in tools)})"
         try:
             with self.console.status("simulating...", spinner="dots"):
                 observation, *_ = self.env.step(action)
@@ -113,7 +118,8 @@ def stdin_line(prompt: str) -> str:
 @o.model_options(**o.INTERACTIVE)
 def shell(
     domain: Annotated[str, typer.Option(help="mcp, search, terminal, swe, web, os, android.")] = "terminal",
-    tools: Annotated[Path | None, typer.Option(help="Tool definitions (JSON list or context) for mcp/swe.")] = None,
+    tools: Annotated[Path | None, typer.Option(help="Tool definitions for mcp/swe: a JSON list of MCP tools, or "
+                                                 "{\"tools\": [...]} as tools/list returns it.")] = None,
     context: Annotated[Path | None, typer.Option(help="Context JSON (task, tools, initial_state).")] = None,
     history: Annotated[Path | None, typer.Option(help="Trajectory JSON to continue.")] = None,
     save: Annotated[Path | None, typer.Option(help="Write the session's trajectory here after every step.")] = None,
@@ -121,7 +127,13 @@ def shell(
     options: o.ModelOptions,
 ) -> None:
     """Talk to a simulated environment interactively."""
-    trajectory = load_state(None if history else domain, context or tools, history)
+    trajectory = load_state(None if history else domain, context, history)
+    if tools is not None:
+        try:
+            listed = read_tools(tools)
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
+        trajectory = trajectory.model_copy(update={"context": trajectory.context.model_copy(update={"tools": listed})})
     try:
         wm = options.world_model()
     except (BackendError, ValueError, KeyError) as exc:

@@ -21,7 +21,7 @@ from mcp.server.lowlevel import Server
 from lwm.data import read_trajectories
 from lwm.serve.mirror import MirrorEnv, Replay
 from lwm.serve.session import ServeConfig, Sessions
-from lwm.types import Context
+from lwm.types import Context, read_tools
 
 SOURCE = "lwm/source"
 
@@ -30,11 +30,7 @@ def mirrored_tools(real_options: dict[str, Any] | None = None, tools_file: Path 
     """The tools to serve: read from ``tools_file`` (a JSON list, or ``{"tools": [...]}`` as tools/list
     returns it), or listed by starting the real server once."""
     if tools_file is not None:
-        data = json.loads(Path(tools_file).read_text())
-        tools = data["tools"] if isinstance(data, dict) else data
-        if not isinstance(tools, list) or not all(isinstance(t, dict) and "name" in t for t in tools):
-            raise ValueError(f"{tools_file}: expected a JSON list of tools, each with a 'name' (or {{'tools': [...]}})")
-        return tools
+        return read_tools(tools_file)
     if real_options is None:
         raise ValueError("say which server to mirror: --mirror PRESET|COMMAND|URL, or --tools tools.json")
     from lwm.envs.real.mcp import MCPEnv
