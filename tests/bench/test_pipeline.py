@@ -95,3 +95,15 @@ def test_many_unreadable_lines_are_named_five_times_then_counted(tmp_path):
         pipeline.infer(tmp_path, tmp_path / "run", ModelOptions("copy-last"), reporter=recorder)
     warned = [line for line in recorder.said if line.startswith("warn: ")]
     assert len(warned) == 6 and warned[-1] == "warn: ... and 35 more like these"
+
+
+def test_piped_bench_run_says_each_stage_once_and_a_resume_shows_no_empty_bars(tmp_path):
+    import subprocess
+    import sys
+
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    argv = [lwm, "bench", "run", "--data", str(DATA), "--limit", "1", "--model", "copy-last", "--out", str(tmp_path)]
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+    assert first.count("infer: 6/6") == 1 and "infer ━" not in first and first.count("judge: 6/6") == 1
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+    assert "0/0" not in again and "resuming: 6 samples" in again

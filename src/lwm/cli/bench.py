@@ -76,10 +76,10 @@ PLAIN_EVERY = 30.0
 def _progress(label: str, total: int) -> tuple[Progress, Callable[[], None]]:
     """A bar whose rate and ETA are the whole stage's average so far (not the last seconds': samples finish
     in bursts under concurrency, and a short window swings the estimate by minutes)."""
+    plain = not console.is_terminal  # piped or in CI: a bar would show only when done, so print lines instead
     progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("{task.fields[rate]}"), console=console)
+                        TextColumn("{task.fields[rate]}"), console=console, disable=plain)
     task = progress.add_task(label, total=total, rate="")
-    plain = not console.is_terminal  # piped or in CI: a bar would show only when done, so print lines
     last_line = [0.0]
 
     def tick() -> None:
@@ -117,6 +117,9 @@ class _Console:
     @staticmethod
     @contextmanager
     def stage(label: str, total: int) -> Iterator[Callable[[], None]]:
+        if not total:  # a resumed stage with nothing left: no empty 0/0 bar
+            yield lambda: None
+            return
         progress, tick = _progress(label, total)
         with progress:
             yield tick
