@@ -62,6 +62,46 @@ def test_a_package_whose_install_would_upgrade_others_is_held_back_and_named(mon
     assert provision.split_upgrades(["tmux"]) == (["tmux"], {})
 
 
+def test_every_pin_has_its_hashes_and_a_stored_file_counts_only_if_it_matches(tmp_path, monkeypatch):
+    """A stored sdist once counted as ready if the file existed; now its sha256 must be the pinned one."""
+    for pins in (provision.PINS / "pypi" / "requirements.txt", provision.PINS / "swe" / "projects.txt"):
+        hashes = provision.pinned_hashes(pins)
+        assert hashes and all(len(h) >= 1 and all(len(x) == 64 for x in h) for h in hashes.values()), pins
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
+    (swe,) = [p for p in provision.PARTS if p.name == "swe-projects"]
+    for file in provision.swe_sdists():
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(b"not the project")
+    assert not swe.ready()
+
+
+def test_an_install_step_has_a_deadline_and_leaves_no_process(tmp_path):
+    import time
+
+    marker = f"lwm-deadline-probe-{time.time_ns()}"
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="took longer than 1 s"):
+        provision._run(["sh", "-c", f"sleep 60 # {marker}"], lambda _: None, deadline=1)
+    assert time.monotonic() - started < 10
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == []
+
+
+def test_installs_verify_hashes_and_run_no_install_code(tmp_path, monkeypatch):
+    """What each part runs (the real installs are exercised by `lwm setup`; tests have no network)."""
+    ran = []
+    monkeypatch.setattr(provision, "_run", lambda argv, say, deadline=provision.DEADLINE: ran.append(argv))
+    monkeypatch.setattr(provision, "_stamp", lambda *_: None)
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
+    for part in provision.PARTS:
+        if part.name != "swe-projects":
+            part.install(lambda _: None)
+    npm = next(a for a in ran if a[0] == "npm")
+    pip = next(a for a in ran if "pip" in a)
+    assert "ci" in npm and "--ignore-scripts" in npm
+    assert "--require-hashes" in pip and pip[pip.index("--only-binary") + 1] == ":all:"
+
+
 def _commands(group, path=()):
     """Every command path of the CLI (typer's click group)."""
     import typer.main

@@ -39,9 +39,25 @@ def pypi_bin() -> Path:
     return data_dir() / "pypi" / ".venv" / "bin"
 
 
+def pinned_hashes(path: Path) -> dict[str, list[str]]:
+    """``name==version`` -> its allowed sha256 digests, from a pip requirements file with ``--hash`` options
+    (``scripts/pin_hashes.py`` writes them)."""
+    pins: dict[str, list[str]] = {}
+    current = None
+    for token in path.read_text().replace("\\\n", " ").split():
+        if token.startswith("#"):
+            current = None
+        elif "==" in token and not token.startswith("--"):
+            current = token
+            pins[current] = []
+        elif token.startswith("--hash=sha256:") and current:
+            pins[current].append(token.removeprefix("--hash=sha256:"))
+    return pins
+
+
 def swe_projects() -> list[str]:
     """The pinned SWE projects (``name==version``)."""
-    return [line for line in (PINS / "swe" / "projects.txt").read_text().split() if "==" in line]
+    return list(pinned_hashes(PINS / "swe" / "projects.txt"))
 
 
 def swe_sdists() -> list[Path]:
@@ -132,11 +148,79 @@ def _stamp(folder: Path, pins: Path) -> None:
     (folder / ".lwm-installed").write_text(_digest(pins) + "\n")
 
 
-def _run(argv: list[str], say: Callable[[str], None]) -> None:
+DEADLINE = 900.0
+"""The most seconds one install step (npm ci, pip, one download) may take before it is stopped."""
+
+
+def _run(argv: list[str], say: Callable[[str], None], deadline: float = DEADLINE) -> None:
+    """Run one install step in its own process group, stopped (the whole group) at ``deadline`` seconds, on
+    Ctrl+C, and — by a watchdog — if lwm itself is killed: an offline `npm ci` once hung and was orphaned."""
+    from lwm.envs.real.process import Reaper, kill_group
+
     say(" ".join(argv))
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{argv[0]} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reaper = Reaper(commands=[f"kill -9 -- -{proc.pid}"])
+    try:
+        out, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise RuntimeError(f"{argv[0]} took longer than {deadline:g} s and was stopped (offline? a registry "
+                           "that does not answer?)") from None
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        reaper.proc.kill()  # the step is over either way: the watchdog's kill is not needed
+        reaper.proc.wait()
+    if proc.returncode:
+        raise RuntimeError(f"{argv[0]} failed (exit {proc.returncode}): {(err or out).strip()[-800:]}")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verified(path: Path, pin: str) -> bool:
+    """Whether ``path`` holds the pinned file: present and its sha256 one of the pin's."""
+    return path.is_file() and _sha256(path) in pinned_hashes(PINS / "swe" / "projects.txt").get(pin, [])
+
+
+INDEX = "https://pypi.org/simple"
+
+
+def fetch_sdist(pin: str, into: Path, say: Callable[[str], None], index: str = INDEX) -> Path:
+    """The pinned source distribution of ``pin``, downloaded as a file (no build code runs, as it would under
+    `pip download`), kept only if its sha256 is the pinned one."""
+    import httpx
+
+    name, version = pin.split("==")
+    wanted = set(pinned_hashes(PINS / "swe" / "projects.txt").get(pin, []))
+    if not wanted:
+        raise RuntimeError(f"{pin} has no pinned hash in projects.txt (scripts/pin_hashes.py writes them)")
+    target = into / f"{name}-{version}.tar.gz"
+    with httpx.Client(timeout=60, follow_redirects=True) as client:
+        listing = client.get(f"{index}/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+        listing.raise_for_status()
+        found = next((f for f in listing.json()["files"] if f["hashes"].get("sha256") in wanted), None)
+        if found is None:
+            raise RuntimeError(f"{index} lists no file of {pin} with the pinned sha256")
+        say(f"download {found['url']}")
+        staging = target.with_name(target.name + ".part")
+        digest = hashlib.sha256()
+        with client.stream("GET", found["url"]) as answer, staging.open("wb") as handle:
+            answer.raise_for_status()
+            for block in answer.iter_bytes():
+                digest.update(block)
+                handle.write(block)
+    if digest.hexdigest() not in wanted:
+        staging.unlink(missing_ok=True)
+        raise RuntimeError(f"{found['url']}: sha256 {digest.hexdigest()} is not the pinned one; nothing kept")
+    staging.replace(target)
+    return target
 
 
 @dataclass(frozen=True)
@@ -157,7 +241,7 @@ class Part:
             return _stamped(self.folder(), PINS / "mcp" / "package-lock.json")
         if self.name == "pypi-servers":
             return _stamped(self.folder() / ".venv", PINS / "pypi" / "requirements.txt")
-        return all(p.is_file() for p in swe_sdists())
+        return all(_verified(f, p) for p, f in zip(swe_projects(), swe_sdists(), strict=True))
 
     def install(self, say: Callable[[str], None]) -> None:
         """Install into a staging folder renamed into place (a killed run leaves no half install); the venv
@@ -168,15 +252,16 @@ class Part:
         if self.name == "swe-projects":
             sdists = folder / "sdists"
             sdists.mkdir(parents=True, exist_ok=True)
-            missing = [p for p, f in zip(swe_projects(), swe_sdists(), strict=True) if not f.is_file()]
-            _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                  "-d", str(sdists), *missing], say)
+            for pin, file in zip(swe_projects(), swe_sdists(), strict=True):
+                if not _verified(file, pin):
+                    fetch_sdist(pin, sdists, say)
         elif self.name == "pypi-servers":
             shutil.rmtree(folder, ignore_errors=True)
             venv = folder / ".venv"
             _run([_system_python(), "-m", "venv", str(venv)], say)
-            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r",
-                  str(PINS / "pypi" / "requirements.txt")], say)
+            # every file checked against its pinned hash; wheels only, so no package's build code runs
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--require-hashes", "--only-binary",
+                  ":all:", "--no-deps", "-r", str(PINS / "pypi" / "requirements.txt")], say)
             _stamp(venv, PINS / "pypi" / "requirements.txt")
         else:
             staging = folder.with_name(folder.name + ".tmp")
@@ -184,7 +269,10 @@ class Part:
             staging.mkdir(parents=True)
             for name in ("package.json", "package-lock.json"):
                 shutil.copy(PINS / "mcp" / name, staging / name)
-            _run(["npm", "ci", "--prefix", str(staging), "--no-audit", "--no-fund", "--silent"], say)
+            # npm ci checks every package against the lock's integrity hashes; no install scripts run (none of
+            # these servers has one, and they would run as the user lwm setup runs as, often root)
+            _run(["npm", "ci", "--prefix", str(staging), "--ignore-scripts", "--no-audit", "--no-fund", "--silent"],
+                 say)
             _stamp(staging, PINS / "mcp" / "package-lock.json")
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
