@@ -81,7 +81,7 @@ def test_an_install_step_has_a_deadline_and_leaves_no_process(tmp_path):
     marker = f"lwm-deadline-probe-{time.time_ns()}"
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="took longer than 1 s"):
-        provision._run(["sh", "-c", f"sleep 60 # {marker}"], lambda _: None, deadline=1)
+        provision.run_step(["sh", "-c", f"sleep 60 # {marker}"], lambda _: None, deadline=1)
     assert time.monotonic() - started < 10
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == []
@@ -90,7 +90,7 @@ def test_an_install_step_has_a_deadline_and_leaves_no_process(tmp_path):
 def test_installs_verify_hashes_and_run_no_install_code(tmp_path, monkeypatch):
     """What each part runs (the real installs are exercised by `lwm setup`; tests have no network)."""
     ran = []
-    monkeypatch.setattr(provision, "_run", lambda argv, say, deadline=provision.DEADLINE: ran.append(argv))
+    monkeypatch.setattr(provision, "run_step", lambda argv, say, deadline=provision.DEADLINE: ran.append(argv))
     monkeypatch.setattr(provision, "_stamp", lambda *_: None)
     monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
     for part in provision.PARTS:

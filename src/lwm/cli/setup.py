@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -38,14 +37,21 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
     say = lambda line: console.print(f"[dim]setup: {line}[/]")  # noqa: E731
     missing = provision.missing_system(chosen)
     if missing and not check and system and os.geteuid() == 0:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        try:
+            provision.run_step(["apt-get", "update", "-qq"], say)
+        except RuntimeError as exc:
+            raise fail(f"setup: {exc}") from None
         go, held = (missing, {}) if allow_upgrades else provision.split_upgrades(missing)
         for package, upgrades in held.items():
             console.print(f"setup: not installing {package}: it would upgrade {' '.join(upgrades)}, which are "
                           "installed (--allow-upgrades installs it anyway)")
         if go:
             console.print(f"setup: installing system packages: {' '.join(go)}")
-            subprocess.run(provision.apt_line(go), check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            try:
+                provision.run_step(provision.apt_line(go), say, deadline=3 * provision.DEADLINE,
+                                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            except RuntimeError as exc:
+                raise fail(f"setup: {exc}") from None
         missing = provision.missing_system(chosen)
     parts = [p for p in provision.PARTS if p.env in chosen]
     if not check and any(not p.ready() for p in parts):

@@ -152,13 +152,15 @@ DEADLINE = 900.0
 """The most seconds one install step (npm ci, pip, one download) may take before it is stopped."""
 
 
-def _run(argv: list[str], say: Callable[[str], None], deadline: float = DEADLINE) -> None:
+def run_step(argv: list[str], say: Callable[[str], None], deadline: float = DEADLINE,
+             env: dict[str, str] | None = None) -> None:
     """Run one install step in its own process group, stopped (the whole group) at ``deadline`` seconds, on
     Ctrl+C, and — by a watchdog — if lwm itself is killed: an offline `npm ci` once hung and was orphaned."""
     from lwm.envs.real.process import Reaper, kill_group
 
     say(" ".join(argv))
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
     reaper = Reaper(commands=[f"kill -9 -- -{proc.pid}"])
     try:
         out, err = proc.communicate(timeout=deadline)
@@ -258,9 +260,9 @@ class Part:
         elif self.name == "pypi-servers":
             shutil.rmtree(folder, ignore_errors=True)
             venv = folder / ".venv"
-            _run([_system_python(), "-m", "venv", str(venv)], say)
+            run_step([_system_python(), "-m", "venv", str(venv)], say)
             # every file checked against its pinned hash; wheels only, so no package's build code runs
-            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--require-hashes", "--only-binary",
+            run_step([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--require-hashes", "--only-binary",
                   ":all:", "--no-deps", "-r", str(PINS / "pypi" / "requirements.txt")], say)
             _stamp(venv, PINS / "pypi" / "requirements.txt")
         else:
@@ -271,7 +273,7 @@ class Part:
                 shutil.copy(PINS / "mcp" / name, staging / name)
             # npm ci checks every package against the lock's integrity hashes; no install scripts run (none of
             # these servers has one, and they would run as the user lwm setup runs as, often root)
-            _run(["npm", "ci", "--prefix", str(staging), "--ignore-scripts", "--no-audit", "--no-fund", "--silent"],
+            run_step(["npm", "ci", "--prefix", str(staging), "--ignore-scripts", "--no-audit", "--no-fund", "--silent"],
                  say)
             _stamp(staging, PINS / "mcp" / "package-lock.json")
             shutil.rmtree(folder, ignore_errors=True)
