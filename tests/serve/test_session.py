@@ -53,3 +53,15 @@ def test_a_bad_reset_leaves_the_episode_in_progress_going():
         with pytest.raises((ValueError, UnknownTaskError)):
             session.reset(**bad)
     assert session.step(LS).observation.startswith("mock observation") and session.steps == 2
+
+
+def test_served_models_are_asked_as_the_cli_says_edits_retrieval_and_examples_included():
+    """`lwm serve openenv|mcp` once accepted --no-edits, --retrieve, --no-retrieve and --examples and dropped them."""
+    from lwm.cli.serve import _config
+    from lwm.model_options import ModelOptions
+
+    config = _config(ModelOptions("mock", edits=True, no_retrieve=True, examples=3, examples_when="no-base"), None,
+                     domain="terminal")
+    assert (config.edits, config.no_retrieve, config.examples, config.examples_when) == (True, True, 3, "no-base")
+    wm = config.world_model()
+    assert wm.edits is True and wm.examples == 3 and wm.examples_when == "no-base" and not wm.retriever

@@ -48,7 +48,8 @@ def _config(options: o.ModelOptions, control: Path | None, **fields: Any) -> Ser
     return ServeConfig(**{"model": options.model, "max_tokens": options.max_tokens,
                           "temperature": options.temperature, "base_url": options.base_url,
                           "api_key": options.api_key, "control": _control(control), "guard": options.guard,
-                          **fields})
+                          "edits": options.edits, "retrieve": options.retrieve, "no_retrieve": options.no_retrieve,
+                          "examples": options.examples, "examples_when": options.examples_when, **fields})
 
 
 def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:

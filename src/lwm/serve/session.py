@@ -56,6 +56,13 @@ class ServeConfig:
     """Perturbations around every step and a world bible (``lwm.envs.control``)."""
     guard: bool = False
     """The consistency guard on every simulated answer (``lwm.guard``)."""
+    edits: bool | None = None
+    retrieve: list[Path] | None = None
+    no_retrieve: bool = False
+    examples: int = 2
+    examples_when: str | None = None
+    """How lwm's own models are asked (``ModelOptions``'s fields of the same names): a served lwm-mini is asked
+    as ``lwm simulate`` asks it."""
 
     @property
     def real(self) -> bool:
@@ -66,7 +73,9 @@ class ServeConfig:
         if self.real or self.model is None:
             return None
         return ModelOptions(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
-                            max_tokens=self.max_tokens, guard=self.guard).world_model()
+                            max_tokens=self.max_tokens, guard=self.guard, edits=self.edits, retrieve=self.retrieve,
+                            no_retrieve=self.no_retrieve, examples=self.examples,
+                            examples_when=self.examples_when).world_model()
 
 
 @dataclass
