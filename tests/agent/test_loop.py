@@ -242,10 +242,10 @@ def test_an_environment_that_does_not_start_or_a_policy_that_fails_ends_its_epis
     wm = WorldModel(MockBackend(), cache=False)
     real_make_env = task_env.make_env
 
-    def make_env(t, env, world_model=None):
+    def make_env(t, env, world_model=None, render_mode=None):
         if t.id == task.id:
             raise OSError("no sandbox")
-        return real_make_env(t, env, world_model)
+        return real_make_env(t, env, world_model, render_mode)
 
     monkeypatch.setattr(task_env, "make_env", make_env)
     broken, fine = run_episodes([task, other], ExpertPolicy(), "sim", world_model=wm)

@@ -30,8 +30,9 @@ def _read(root: str | None, *parts: str) -> str | None:
 PLACEHOLDERS = ("{context}", "{answer_format}", "{rubric}")
 
 
-class PromptNotFound(ValueError):
-    """A domain's template is not where it should be; the message says where it was looked for and why."""
+class PromptNotFound(FileNotFoundError, ValueError):
+    """A domain's template is not where it should be; the message says where it was looked for and why (a
+    ValueError too, so the CLI's one-line handling of bad input covers it)."""
 
 
 class PromptSet:
