@@ -33,12 +33,15 @@ def collect(
     executor: Annotated[str, typer.Option(help="process (local worker processes) or ray (Ray tasks; RAY_ADDRESS "
                                           "picks a cluster).")] = "process",
     env_option: o.EnvOption = None,
+    part: Annotated[list[str] | None, typer.Option(help="With --preset: only this part, domain:tag (e.g. "
+                                                   "terminal:ed; repeatable); its episodes are the preset's own.")]
+    = None,
 ) -> None:
     """Run explorer episodes in a real environment and record every step."""
     console = Console()
     if preset:
         try:
-            todo, skipped = plan_preset(preset, seed, out, mistake_rate)
+            todo, skipped = plan_preset(preset, seed, out, mistake_rate, part or ())
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         return _run(console, todo, skipped, workers, out, preset, executor)

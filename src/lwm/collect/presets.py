@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +80,20 @@ PRESETS: dict[str, list[Part]] = {
 }
 
 
-def plan_preset(name: str, seed: int, out: str | Path, mistake_rate: float = 0.15) -> tuple[list[EpisodeSpec], int]:
+def plan_preset(name: str, seed: int, out: str | Path, mistake_rate: float = 0.15,
+                parts: Sequence[str] = ()) -> tuple[list[EpisodeSpec], int]:
+    """The preset's episodes still to run; ``parts`` (``domain:tag``, e.g. ``terminal:ed``) keeps only those
+    parts, whose episodes are the very ones the whole preset runs (a part's seeds depend on it alone)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    chosen = [p for p in PRESETS[name] if not parts or f"{p.domain}:{p.tag}" in parts]
+    unknown = sorted(set(parts) - {f"{p.domain}:{p.tag}" for p in PRESETS[name]})
+    if unknown:
+        raise ValueError(f"preset {name} has no part {', '.join(unknown)}; its parts: "
+                         + ", ".join(f"{p.domain}:{p.tag}" for p in PRESETS[name]))
     todo: list[EpisodeSpec] = []
     skipped = 0
-    for part in PRESETS[name]:
+    for part in chosen:
         specs, done = plan(part.domain, part.episodes, part.max_steps, seed, out, part.env_options, mistake_rate,
                            part.tag, part.policy)
         todo += specs
