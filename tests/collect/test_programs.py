@@ -65,3 +65,13 @@ def test_a_repl_opens_and_answers_in_the_real_terminal(tmp_path, program, prompt
     [trajectory] = read_trajectories(tmp_path)
     assert prompt in trajectory.turns[-1].observation.content
     assert "command not found" not in trajectory.turns[-1].observation.content
+
+
+def test_a_preset_collects_only_the_parts_asked_for_with_the_whole_presets_episodes(tmp_path):
+    whole, _ = plan_preset("corpus-v2", 0, tmp_path / "whole")
+    some, _ = plan_preset("corpus-v2", 0, tmp_path / "some", parts=["terminal:ed", "web:git-docs"])
+    assert {(s.domain, s.tag) for s in some} == {("terminal", "ed"), ("web", "git-docs")}
+    assert [s.id for s in some] == [s.id for s in whole if (s.domain, s.tag) in {("terminal", "ed"),
+                                                                                  ("web", "git-docs")}]
+    with pytest.raises(ValueError, match="no part terminal:nope"):
+        plan_preset("corpus-v2", 0, tmp_path / "x", parts=["terminal:nope"])
