@@ -72,8 +72,9 @@ class WorldModel:
             self.config = self.config.model_copy(update={"stop": ("</predicted_observation>",)})
         self._count = lru_cache(maxsize=8192)(self.backend.count_tokens)
         self.guard, self.guard_retries = guard, guard_retries
-        self.well_formed = well_formed
-        """Repair answers as ``lwm.forms`` says (a loop cut, JSON where JSON is expected, ...), each counted."""
+        self.well_formed = well_formed and getattr(self.backend, "repairable", True)
+        """Repair answers as ``lwm.forms`` says (a loop cut, JSON where JSON is expected, ...), each counted;
+        never a baseline's (``backends.baselines``)."""
         # Edits (lwm.edits) are asked for only when ``edits``; an edit answer is applied whatever asked for it.
         # None: as the model was trained to be asked (a packaged lwm model: edits, and its own transitions
         # retrieved); False turns either off; an index replaces the model's own.

@@ -35,3 +35,37 @@ def test_every_rule_judged_report_shows_skill_over_copy_last(tmp_path):
     itself = skills["copy-last"]
     assert itself["overall"]["samples"] > 100 and all(e["skill"] == 0.0 for e in itself["domains"].values())
     assert skills["echo-action"]["overall"]["skill"] < -10
+
+
+def test_copy_retrieved_answers_the_nearest_real_transition_never_the_sessions_own():
+    from lwm.domains import get_domain
+    from lwm.retrieval import TransitionIndex
+    from lwm.types import Action, Observation, Provenance, Trajectory
+    from lwm.worldmodel import WorldModel
+
+    def session(tid, source, output):
+        t = Trajectory(id=tid, domain="terminal", provenance=Provenance(source="real", extra={"source": source}))
+        long = output + "\n" + "x" * 900  # longer than a prompt shows of an example: the floor copies it whole
+        return t.extended(Action(content=[{"keystrokes": "cat notes.txt\n", "duration": 0.1}]),
+                          Observation(content=long))
+
+    own, other = session("own", "a", "own answer"), session("other", "b", "the other session's answer")
+    model = WorldModel("copy-retrieved", cache=False, retriever=TransitionIndex.build([own, other]))
+    assert model.edits and not model.well_formed  # asked for edits; its answers are never repaired
+    asked = Trajectory(id="own", domain="terminal")
+    conv = model.conversation(asked, Action(content=[{"keystrokes": "cat notes.txt\n", "duration": 0.1}]))
+    got = asyncio.run(model.complete(conv, get_domain("terminal"), exclude={"own"}))
+    assert got.content == other.turns[0].observation.content and got.metadata["retrieved"] == ["other-t1"]
+    nothing = WorldModel("copy-retrieved", cache=False, retriever=TransitionIndex.build([own]))
+    assert asyncio.run(nothing.complete(conv, get_domain("terminal"), exclude={"own"})).content == ""
+
+
+def test_a_rule_judged_run_shows_skill_over_copy_retrieved_too(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["bench", "run", "--data", str(BENCH), "--model", "copy-last", "--limit", "4",
+                                 "--out", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "skill over copy-retrieved" in result.output
+    skill = json.loads((out / "scores.json").read_text())["skill_over_copy_retrieved"]
+    assert skill["overall"]["samples"] > 0 and "copy_retrieved" in skill["overall"]
+    assert "<h2>Skill over copy-retrieved</h2>" in (out / "report.html").read_text()

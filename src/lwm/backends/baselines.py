@@ -3,9 +3,14 @@
 - ``copy-last``: the previous real observation again (the last assistant message). Where an action changes
   little, copying scores well on overlap metrics; a world model's skill is what it adds over this.
 - ``echo-action``: the current action as the observation (what a model that only parrots its input does).
+- ``copy-retrieved``: the real observation after the nearest retrieved transition (lwm-mini's packaged
+  transitions, searched as lwm-mini's are, with the same leak rules: never the session's own trajectory). A
+  model that retrieves must beat this to be more than a lookup.
 
-Both are deterministic and free, so ``lwm bench run --model copy-last`` is a baseline any benchmark can
-afford. On a first turn there is nothing to copy: ``copy-last`` answers nothing (scored as "No output").
+All are deterministic and free, so ``lwm bench run --model copy-last`` is a baseline any benchmark can
+afford. On a first turn there is nothing to copy: ``copy-last`` answers nothing (scored as "No output"); where
+nothing is retrieved (a tool no transition calls), ``copy-retrieved`` answers nothing either. lwm does not
+repair a baseline's answers (``repairable``): a floor that fell back to another floor would be neither.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ def last_observation(messages: list[Message]) -> str | None:
 
 class _Baseline:
     compact_prompts = False
+    repairable = False
+    """lwm.forms' repairs (a resample, a fall-back to the previous observation) are not applied to a baseline."""
     context_window: int | None = None
     name = "baseline"
     detail = ""
@@ -63,3 +70,21 @@ class EchoActionBackend(_Baseline):
 
     def answer(self, messages: list[Message]) -> str:
         return messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""
+
+
+@register("backend", "copy-retrieved")
+class CopyRetrievedBackend(_Baseline):
+    """Answers with an edit that copies retrieved example 1 whole; lwm's edit machinery makes it that
+    transition's full real observation (the prompt shows only its first 700 characters)."""
+
+    name, detail = "copy-retrieved", "the real observation after the nearest retrieved transition"
+
+    def __init__(self) -> None:
+        from lwm.backends.embedded import packaged_guidance
+
+        lwm_mini = packaged_guidance("lwm-mini")  # the index lwm-mini retrieves from, asked as it is asked
+        self.asked_with = {"edits": True, "transitions": lwm_mini.get("transitions"), "examples_when": "every-step"}
+
+    def answer(self, messages: list[Message]) -> str:
+        shown = bool(messages) and messages[-1]["role"] == "user" and "\n### Example 1 (" in messages[-1]["content"]
+        return "@edit example 1" if shown else ""

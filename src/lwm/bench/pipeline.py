@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lwm.backends import BackendError
-from lwm.bench.baseline import copy_last_totals, skill_over
+from lwm.bench.baseline import copy_last_totals, copy_retrieved_totals, skill_over
 from lwm.bench.data import BenchSample, answer_budgets, load_samples
 from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
@@ -302,6 +302,7 @@ def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[di
               "by --predictions)", "run": run}
     if samples is not None and (run.get("judge") or {}).get("judge") == "rules":
         scores["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
+        scores["skill_over_copy_retrieved"] = skill_over(rows, copy_retrieved_totals(samples), "copy_retrieved")
     elif _same_judge(run, read_run(out / FLOOR)) and (floor := {
             key: row["total_score"] for key, row in judged_rows(out / FLOOR).items()
             if row.get("total_score") and not row.get("failed")}):

@@ -168,18 +168,25 @@ def _settings(run: dict[str, Any]) -> str:
 
 
 def _skill(scores: dict[str, Any]) -> str:
-    """Skill over copy-last per domain (the model's score minus repeating the previous observation's)."""
-    skill = scores.get("skill_over_copy_last") or {}
-    entries = {**(skill.get("domains") or {}), "overall": skill.get("overall") or {}}
-    if not skill.get("domains"):
-        return ""
+    """Skill over each floor per domain: the model's score minus copy-last's (the previous observation) and
+    copy-retrieved's (the nearest retrieved real transition's), on the samples each floor answered."""
+    from lwm.bench.summary import FLOORS
+
     fmt = lambda k, v: "-" if v is None else f"{v:+.2f}" if k == "skill" else f"{v:.2f}" if isinstance(v, float) \
         else str(v)  # noqa: E731
-    rows = "".join(f"<tr><td>{DISPLAY.get(d, d)}</td>" + "".join(f"<td>{fmt(k, e.get(k))}</td>" for k in (
-        "samples", "model", "copy_last", "skill")) + "</tr>" for d, e in entries.items() if e)
-    return ("<h2>Skill over copy-last</h2><p class='note'>Turns 2+: the model's score minus the score of the previous"
-            " real observation given as the answer, judged alike.</p><table><tr><th>domain</th><th>samples</th>"
-            f"<th>model</th><th>copy-last</th><th>skill</th></tr>{rows}</table>")
+    parts = []
+    for floor, said in FLOORS.items():
+        skill = scores.get(f"skill_over_{floor}") or {}
+        if not skill.get("domains"):
+            continue
+        name = floor.replace("_", "-")
+        entries = {**skill["domains"], "overall": skill.get("overall") or {}}
+        rows = "".join(f"<tr><td>{DISPLAY.get(d, d)}</td>" + "".join(f"<td>{fmt(k, e.get(k))}</td>" for k in (
+            "samples", "model", floor, "skill")) + "</tr>" for d, e in entries.items() if e)
+        parts.append(f"<h2>Skill over {name}</h2><p class='note'>{html.escape(said.split(' (', 1)[1].rstrip(')'))}"
+                     f"</p><table><tr><th>domain</th><th>samples</th><th>model</th><th>{name}</th><th>skill</th></tr>"
+                     f"{rows}</table>")
+    return "".join(parts)
 
 
 CONTROLS = """<p id='controls'>Sort <select id='sort'><option value='data'>in data order</option>

@@ -138,13 +138,18 @@ def paired_table(paired: dict[str, Any], names: tuple[str, str]) -> Table:
     return table
 
 
-def skill_table(skill: dict[str, Any]) -> Table:
-    table = Table(title="skill over copy-last (turns 2+: the previous real observation as the answer, judged alike)")
-    for col in ("domain", "samples", "model", "copy-last", "skill"):
+FLOORS = {"copy_last": "copy-last (turns 2+: the previous real observation as the answer, judged alike)",
+          "copy_retrieved": "copy-retrieved (the real observation after the nearest retrieved transition, never the "
+                            "sample's own; samples where one was retrieved)"}
+
+
+def skill_table(skill: dict[str, Any], floor: str = "copy_last") -> Table:
+    table = Table(title=f"skill over {FLOORS[floor]}")
+    for col in ("domain", "samples", "model", floor.replace("_", "-"), "skill"):
         table.add_column(col, justify="left" if col == "domain" else "right")
     rows = [*skill["domains"].items(), *([("Overall", skill["overall"])] if skill["overall"] else [])]
     for domain, e in rows:
         colour = "green" if e["skill"] > 0 else "red"
-        table.add_row(DISPLAY.get(domain, domain), str(e["samples"]), f"{e['model']:.2f}", f"{e['copy_last']:.2f}",
+        table.add_row(DISPLAY.get(domain, domain), str(e["samples"]), f"{e['model']:.2f}", f"{e[floor]:.2f}",
                       f"[{colour}]{e['skill']:+.2f}[/]")
     return table

@@ -148,6 +148,8 @@ def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[st
     console.print(score_table(scores))
     if "skill_over_copy_last" in scores:
         console.print(skill_table(scores["skill_over_copy_last"]))
+    if (scores.get("skill_over_copy_retrieved") or {}).get("domains"):
+        console.print(skill_table(scores["skill_over_copy_retrieved"], "copy_retrieved"))
     console.print(f"judge protocol: {scores['judge_protocol']}")
     if "report" in scores:
         console.print(f"report: {scores['report']}")
