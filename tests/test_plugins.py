@@ -72,7 +72,7 @@ def test_gymnasium_make_gives_the_plugin_domain_with_its_own_prompt(plugin):
         env = gym.make("lwm/KanbanBoard-v0", world_model=lwm.WorldModel(backend, cache=False))
         env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step('{"move": "card-1", "to": "done"}')
-        print(obs.startswith("mock observation"), "lwm/KanbanBoard-real-v0" in gym.registry)
+        print(obs.startswith("mock observation"), "lwm/KanbanBoard-real-v0" not in gym.registry)
         print("kanban board in a small team's tracker" in backend.calls[-1][0]["content"])
     ''')
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(plugin),

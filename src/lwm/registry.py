@@ -116,6 +116,12 @@ def get(kind: Kind, name: str) -> Any:
         raise UnknownPartError(f"unknown {kind} {name!r}; known: {known}") from None
 
 
+def registered(kind: Kind, name: str) -> bool:
+    """Whether ``name`` is registered as a ``kind`` so far, without importing lwm's own modules of that kind
+    (a plugin's parts are there once plugins are loaded)."""
+    return name in _parts.get(kind, {})
+
+
 def names(kind: Kind) -> list[str]:
     _load(kind)
     return sorted(_parts.get(kind, {}))

@@ -161,7 +161,7 @@ class WorldModel:
                     observation, form["json"] = constrained, "constrained"
                 else:
                     form["json"] = "not json"
-        if domain is not None and domain.name != "web" and forms.is_html(observation.content) and \
+        if domain is not None and not domain.html_pages and forms.is_html(observation.content) and \
                 not forms.wants_html([*history, *(t.after for t in shown)]):
             again = await self.generate(messages, domain, resample, resolve)
             if again.content.strip() and not forms.is_html(again.content):

@@ -132,3 +132,35 @@ def test_tool_call_spellings_are_normalized():
     assert mcp.action({"tool": "f", "args": {"a": 1}}).content == {"name": "f", "arguments": {"a": 1}}
     with pytest.raises(ActionError, match="not valid JSON"):
         mcp.action({"name": "f", "arguments": "{bad"})
+
+
+def test_every_domain_says_its_action_kind_and_each_builtin_has_a_real_environment():
+    """Code that drives any domain asks `action_kind`, never the domain's name; lwm's own domains all get a
+    real gym id because each has a real environment (`import lwm` does not import them to check)."""
+    from lwm.domains import domain_names, get_domain
+    from lwm.registry import names
+
+    kinds = {name: get_domain(name).action_kind for name in domain_names()}
+    assert kinds["terminal"] == "keystrokes" and kinds["web"] == kinds["os"] == "code"
+    assert kinds["mcp"] == kinds["search"] == kinds["swe"] == "tool_call" and kinds["android"] == "ui"
+    assert set(domain_names()) <= set(names("env"))
+
+
+def test_no_module_outside_the_domains_branches_on_a_domain_name():
+    """Adding a domain touches its module and prompts; a literal like `== "terminal"` elsewhere is a branch
+    that a new domain would have to be added to (task suites, which are per domain, are the exception)."""
+    import re
+    from pathlib import Path
+
+    import lwm
+
+    root = Path(lwm.__file__).parent
+    allowed = {"domains", "envs", "collect", "provision", "prompts"}  # per-domain code by design
+    allowed_files = {"agent/policy.py", "agent/tasks.py", "agent/task_env.py", "cli/agent.py", "serve/mcp.py",
+                     "agent/search_suite.py", "agent/state_suites.py"}  # task suites and the MCP mirror are one domain's own
+    pattern = re.compile(r"""(==|!=)\s*["'](terminal|mcp|search|web|os|swe|android)["']""")
+    assert pattern.search('if domain == "terminal":') and not pattern.search('if domain.action_kind == "code":')
+    found = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
+             if p.relative_to(root).parts[0] not in allowed and str(p.relative_to(root)) not in allowed_files
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

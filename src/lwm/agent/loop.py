@@ -103,7 +103,7 @@ class Policy(Protocol):
 def system_prompt(domain_name: str, instruction: str, tools: list[dict[str, Any]]) -> str:
     """What the policy is told: its environment, the instruction, the action format and the tools."""
     domain = get_domain(domain_name)
-    if domain.action_language == "json" and domain_name != "terminal":
+    if domain.action_kind == "tool_call":
         how = ('Reply with exactly one tool call as JSON in a ```json block: {"name": <tool>, "arguments": {...}}.')
     else:
         how = ("Reply with exactly one action in a ```json block: a list of keystrokes such as "

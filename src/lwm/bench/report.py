@@ -12,7 +12,7 @@ from typing import Any
 
 from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
-from lwm.bench.summary import DISPLAY, normalize
+from lwm.bench.summary import domain_title, normalize
 from lwm.forms import answer_note
 from lwm.parsing import remove_marker
 from lwm.retrieval import action_text
@@ -32,7 +32,7 @@ def bars_svg(scores: dict[str, Any]) -> str:
     """Grouped horizontal bars: one group per domain, one bar per dimension plus the total, 0-100."""
     keys = (*DIMENSIONS, "total_score")
     colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#333333"]
-    rows = [(DISPLAY.get(d, d), e) for d, e in scores["domains"].items()]
+    rows = [(domain_title(d), e) for d, e in scores["domains"].items()]
     bar, gap, left, width = 11, 14, 90, 420
     height = len(rows) * (len(keys) * bar + gap) + 40
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 160}" height="{height}" '
@@ -122,7 +122,7 @@ def _sample(row: dict[str, Any], sample: BenchSample, differ: difflib.HtmlDiff) 
     return (f"<details class='sample' data-score='{-1 if total is None else round(total, 2)}' "
             f"data-domain='{html.escape(sample.domain)}'><summary><span class='score'>{shown}</span> "
             + ("<span class='mark' title='cut, fell back or repaired: see the sample'>⚑</span> " if note else "")
-            + f"{html.escape(_label(action))} <small>{DISPLAY.get(sample.domain, sample.domain)} · "
+            + f"{html.escape(_label(action))} <small>{domain_title(sample.domain)} · "
             f"{html.escape(row['id'])}</small></summary><p class='verdict'>{verdict}</p><p class='note'>{how}</p>"
             f"<p><b>Action</b></p><pre>{html.escape(action)}</pre>{body}</details>")
 
@@ -181,7 +181,7 @@ def _skill(scores: dict[str, Any]) -> str:
             continue
         name = floor.replace("_", "-")
         entries = {**skill["domains"], "overall": skill.get("overall") or {}}
-        rows = "".join(f"<tr><td>{DISPLAY.get(d, d)}</td>" + "".join(f"<td>{fmt(k, e.get(k))}</td>" for k in (
+        rows = "".join(f"<tr><td>{domain_title(d)}</td>" + "".join(f"<td>{fmt(k, e.get(k))}</td>" for k in (
             "samples", "model", floor, "skill")) + "</tr>" for d, e in entries.items() if e)
         parts.append(f"<h2>Skill over {name}</h2><p class='note'>{html.escape(said.split(' (', 1)[1].rstrip(')'))}"
                      f"</p><table><tr><th>domain</th><th>samples</th><th>model</th><th>{name}</th><th>skill</th></tr>"
@@ -210,12 +210,12 @@ def write_report(path: Path, scores: dict[str, Any], rows: list[dict[str, Any]],
     fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
     head = "".join(f"<th>{h}</th>" for h in ("domain", "valid", "failed", *DIMENSIONS, "total"))
     body = "".join(
-        f"<tr><td>{DISPLAY.get(d, d)}</td><td>{e['valid']}</td><td>{e['failed']}</td>"
+        f"<tr><td>{domain_title(d)}</td><td>{e['valid']}</td><td>{e['failed']}</td>"
         + "".join(f"<td>{fmt(e[k])}</td>" for k in (*DIMENSIONS, "total_score")) + "</tr>"
         for d, e in scores["domains"].items())
     shown = [(row, samples[row["id"]]) for row in rows if row["id"] in samples][:limit]
     items = "".join(_sample(row, sample, differ) for row, sample in shown)
-    domains = "".join(f"<option value='{html.escape(d)}'>{DISPLAY.get(d, d)}</option>"
+    domains = "".join(f"<option value='{html.escape(d)}'>{domain_title(d)}</option>"
                       for d in sorted({sample.domain for _, sample in shown}))
     more = f" (the first {limit} of {len(rows)})" if len(rows) > limit else ""
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"

@@ -16,8 +16,12 @@ from rich.table import Table
 from lwm.bench.rules import DIMENSIONS
 from lwm.stats import paired
 
-DISPLAY = {"mcp": "MCP", "search": "Search", "terminal": "Terminal", "swe": "SWE", "android": "Android",
-           "web": "Web", "os": "OS"}
+
+def domain_title(domain: str) -> str:
+    """A domain's name as tables show it: its ``Domain.title`` (a name no domain has, as it is)."""
+    from lwm.domains import domain_names, get_domain
+
+    return get_domain(domain).title if domain in domain_names() else domain
 
 
 def normalize(raw: float) -> float:
@@ -58,7 +62,7 @@ def score_table(scores: dict[str, Any], title: str = "AgentWorldBench scores") -
         table.add_column(col, justify="left" if col == "domain" else "right")
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     for domain, e in scores["domains"].items():
-        table.add_row(DISPLAY.get(domain, domain), str(e["valid"]), str(e["failed"]),
+        table.add_row(domain_title(domain), str(e["valid"]), str(e["failed"]),
                       *(fmt(e[d]) for d in DIMENSIONS), fmt(e["total_score"]))
     table.add_section()
     table.add_row("[bold]Overall[/]", str(scores["valid"]), str(scores["failed"]), *[""] * len(DIMENSIONS),
@@ -79,7 +83,7 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) 
 
     for domain in sorted(set(a["domains"]) | set(b["domains"])):
         ea, eb = a["domains"].get(domain, {}), b["domains"].get(domain, {})
-        table.add_row(DISPLAY.get(domain, domain), *(diff(ea.get(d), eb.get(d)) for d in (*DIMENSIONS, "total_score")))
+        table.add_row(domain_title(domain), *(diff(ea.get(d), eb.get(d)) for d in (*DIMENSIONS, "total_score")))
     table.add_section()
     table.add_row("Overall", *[""] * len(DIMENSIONS), diff(a.get("overall"), b.get("overall")))
     return table
@@ -107,7 +111,7 @@ def side_by_side_table(runs: list[tuple[str, dict[str, Any]]]) -> Table:
 
     domains = sorted({d for _, scores in runs for d in scores["domains"]})
     for domain in domains:
-        table.add_row(DISPLAY.get(domain, domain),
+        table.add_row(domain_title(domain),
                       *cells([scores["domains"].get(domain, {}).get("total_score") for _, scores in runs]))
     table.add_section()
     table.add_row("Overall", *cells([scores.get("overall") for _, scores in runs]))
@@ -133,7 +137,7 @@ def paired_table(paired: dict[str, Any], names: tuple[str, str]) -> Table:
         table.add_column(col, justify="left" if col == "domain" else "right")
     for domain, e in paired.items():
         colour = "green" if e["mean"] > 0 else "red" if e["mean"] < 0 else "white"
-        table.add_row(DISPLAY.get(domain, domain), str(e["n"]), str(e["wins"]), str(e["ties"]), str(e["losses"]),
+        table.add_row(domain_title(domain), str(e["n"]), str(e["wins"]), str(e["ties"]), str(e["losses"]),
                       f"[{colour}]{e['mean']:+.2f}[/]", "-" if e["se"] is None else f"{e['se']:.2f}")
     return table
 
@@ -150,6 +154,6 @@ def skill_table(skill: dict[str, Any], floor: str = "copy_last") -> Table:
     rows = [*skill["domains"].items(), *([("Overall", skill["overall"])] if skill["overall"] else [])]
     for domain, e in rows:
         colour = "green" if e["skill"] > 0 else "red"
-        table.add_row(DISPLAY.get(domain, domain), str(e["samples"]), f"{e['model']:.2f}", f"{e[floor]:.2f}",
+        table.add_row(domain_title(domain), str(e["samples"]), f"{e['model']:.2f}", f"{e[floor]:.2f}",
                       f"[{colour}]{e['skill']:+.2f}[/]")
     return table

@@ -49,7 +49,7 @@ class SimShell:
         self.domain = get_domain(trajectory.domain)
         self.env = RecordTrajectory(SimEnv(wm, self.domain), save=save, trajectory_id=trajectory.id)
         self.screen, _ = self.env.reset(options={"trajectory": trajectory})
-        self.terminal = self.domain.name == "terminal"
+        self.terminal = self.domain.action_kind == "keystrokes"
         _, prompt = split_screen("", self.screen, "") if self.terminal else ("", None)
         self.prompt = prompt + (" " if not prompt.endswith(" ") else "") if prompt else self.domain.shell_prompt
 
@@ -71,7 +71,7 @@ class SimShell:
         except ActionError as exc:
             return f"lwm: {exc}"
         tools = self.trajectory.context.tools
-        if self.domain.name == "mcp" and tools and (refused := invalid_call(tools, action)):
+        if self.domain.action_kind == "tool_call" and tools and (refused := invalid_call(tools, action)):
             # as `lwm serve mcp` does: what the real server would refuse is not asked of the model
             return f"{refused} (tools: {', '.join(t.get('name', '?') for t in tools)})"
         try:

@@ -32,6 +32,7 @@ REQUIRED = {
 class Android(Domain):
     name = "android"
     title = "Android"
+    action_kind = "ui"
     example_action = {"action": "tap", "x": 540, "y": 1200}
     shell_prompt = "adb> "
 

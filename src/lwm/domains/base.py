@@ -40,6 +40,12 @@ class Domain:
     title: ClassVar[str]
     action_language: ClassVar[str] = "json"
     """How the action is fenced in the conversation: ``json`` or ``python``."""
+    html_pages: ClassVar[bool] = False
+    """Its observations may be HTML, so an HTML answer is not the wrong form (``lwm.forms``)."""
+    action_kind: ClassVar[str] = "tool_call"
+    """What an action is, for code that drives any domain (an agent's prompt, a trainer's tools, the shell):
+    ``tool_call`` (a JSON ``{"name", "arguments"}``), ``keystrokes`` (a list of keys with waits), ``code`` (a
+    Python snippet) or ``ui`` (a JSON UI action). Nothing outside a domain's module branches on its name."""
     example_action: ClassVar[JSONValue]
     shell_prompt: ClassVar[str] = "> "
     initial_state: ClassVar[str] = ""

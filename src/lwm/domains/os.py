@@ -15,6 +15,7 @@ class OS(Domain):
     title = "OS"
     screen = True
     action_language = "python"
+    action_kind = "code"
     example_action = "import pyautogui\npyautogui.hotkey('ctrl', 's')"
     shell_prompt = ">>> "
 

@@ -15,6 +15,7 @@ class Terminal(Domain):
     name = "terminal"
     title = "Terminal"
     screen = True
+    action_kind = "keystrokes"
     example_action = [{"keystrokes": "ls -la\n", "duration": 0.1}]
     shell_prompt = "$ "
     initial_state = "user@sandbox:~$ "  # what the real terminal (and the corpus) shows

@@ -26,6 +26,8 @@ class Web(Domain):
     name = "web"
     title = "Web"
     action_language = "python"
+    action_kind = "code"
+    html_pages = True
     example_action = "click('a12')"
     shell_prompt = "web> "
 

@@ -26,7 +26,7 @@ from lwm.envs.control import Control, ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
 from lwm.model_options import ModelOptions
-from lwm.registry import get, names
+from lwm.registry import get, names, registered
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 
@@ -118,14 +118,21 @@ class SimVectorEnv(SyncVectorEnv):
         self._pool.shutdown(wait=False)
 
 
+def has_real_env(domain: str) -> bool:
+    """Whether ``domain`` has a real environment: each of lwm's own does (lwm.envs.real, checked by a test,
+    not imported here: `import lwm` stays light); a plugin's only if the plugin registered an ``env`` too."""
+    return get("domain", domain).__module__.split(".")[0] == "lwm" or registered("env", domain)
+
+
 def register_envs() -> None:
-    """Register ``lwm/<Name>-v0`` (simulated) and ``lwm/<Name>-real-v0`` (real) for every domain, plugins'
-    included (``import lwm`` loads the ``lwm.plugins`` entry points)."""
+    """Register ``lwm/<Name>-v0`` (simulated) for every domain, plugins' included (``import lwm`` loads the
+    ``lwm.plugins`` entry points), and ``lwm/<Name>-real-v0`` for each that has a real environment."""
     for domain, name in gym_names().items():
         if f"lwm/{name}-v0" in gym.registry:
             continue
         gym.register(f"lwm/{name}-v0", entry_point=make_sim, kwargs={"domain": domain},
                      vector_entry_point=SimVectorEnv, disable_env_checker=False)
-        gym.register(f"lwm/{name}-real-v0", entry_point=make_real, kwargs={"domain": domain})
+        if has_real_env(domain):
+            gym.register(f"lwm/{name}-real-v0", entry_point=make_real, kwargs={"domain": domain})
     if "lwm/Task-v0" not in gym.registry:  # a suite's task, its checker the reward (lwm.agent.task_env)
         gym.register("lwm/Task-v0", entry_point="lwm.agent.task_env:make_task_env")

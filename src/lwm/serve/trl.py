@@ -97,8 +97,11 @@ class _Code(ServedEnvironment):
 
 def environment_factory(url: str, domain: str, task: str | None = None) -> type[ServedEnvironment]:
     """A class for ``GRPOTrainer(environment_factory=...)``: each instance one session on ``url``."""
-    language = get_domain(domain).action_language
-    base = _Keystrokes if domain == "terminal" else _ToolCall if language == "json" else _Code
+    kind = get_domain(domain).action_kind
+    bases = {"keystrokes": _Keystrokes, "tool_call": _ToolCall, "code": _Code}
+    if kind not in bases:
+        raise ValueError(f"no TRL tools for {domain}'s {kind} actions (have: {', '.join(bases)})")
+    base = bases[kind]
     members: dict[str, Any] = {"url": url, "task": task, "__doc__": f"lwm {domain} served at {url}"}
     if task:
         members["final_answer"] = final_answer
