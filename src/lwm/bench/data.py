@@ -94,9 +94,9 @@ class BenchSample(BaseModel):
 def sample_files(path: str | Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.glob("*_test.jsonl")) or sorted(path.glob("*.jsonl"))
+        files = sorted([*path.glob("*_test.jsonl"), *path.glob("*_test.jsonl.xz")]) or sorted(path.glob("*.jsonl"))
         if not files:
-            raise FileNotFoundError(f"no <domain>_test.jsonl files in {path}")
+            raise FileNotFoundError(f"no <domain>_test.jsonl (or .jsonl.xz) files in {path}")
         return files
     if not path.exists():
         raise FileNotFoundError(f"benchmark data not found: {path}")

@@ -7,6 +7,7 @@ Trajectories, benchmark samples, predictions and judgements are all kept this wa
 from __future__ import annotations
 
 import logging
+import lzma
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -38,7 +39,9 @@ class JsonlFile(Generic[Row]):
         kind of row) is logged and, with ``problems``, named there as ``file:line: why``."""
         if not self.path.exists():
             return
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
+        opened = lzma.open(self.path, "rt", encoding="utf-8", errors="replace") if self.path.suffix == ".xz" \
+            else self.path.open(encoding="utf-8", errors="replace")  # a committed eval set is xz-compressed
+        with opened as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
