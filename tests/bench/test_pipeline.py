@@ -107,3 +107,14 @@ def test_piped_bench_run_says_each_stage_once_and_a_resume_shows_no_empty_bars(t
     assert first.count("infer: 6/6") == 1 and "infer ━" not in first and first.count("judge: 6/6") == 1
     again = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
     assert "0/0" not in again and "resuming: 6 samples" in again
+
+
+def test_the_committed_loso_set_is_read_compressed_32_per_domain():
+    from collections import Counter
+
+    from lwm.bench.data import load_samples
+
+    loso = load_samples(DATA.parent / "loso")
+    assert Counter(s.domain for s in loso) == {d: 32 for d in ("mcp", "os", "search", "swe", "terminal", "web")}
+    held = {"terminal:ed", "terminal:perl", "terminal:sqlite3", "terminal:tclsh"}  # none of lwm-mini's sources
+    assert all(s.id.split("-s0-")[0] in {h.replace(":", "-") for h in held} for s in loso if s.domain == "terminal")
