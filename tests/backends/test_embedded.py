@@ -114,6 +114,19 @@ def test_a_cancelled_generation_stops_at_the_next_token_and_leaves_the_model_usa
     assert backend._complete(messages, config).text == whole.text  # the model's state is intact
 
 
+def test_a_prompt_evaluation_aborted_mid_batch_prints_nothing_on_the_users_screen(capsys):
+    """Ctrl+C during a long prompt once left llama.cpp's "decode: removing memory module entries" on screen."""
+    backend = EmbeddedBackend()
+    messages = [{"role": "user", "content": " ".join(f"word{i}" for i in range(1500))}]
+    config = GenerateConfig(temperature=0.0, seed=1, max_tokens=8)
+    capsys.readouterr()
+    cancel = _SetAfter(3)  # the abort callback reads it between the prompt's batches
+    with pytest.raises(GenerationCancelled):
+        backend._complete(messages, config, cancel)
+    assert "memory module" not in capsys.readouterr().err
+    assert backend._complete([{"role": "user", "content": "Say hi."}], config).completion_tokens > 0  # goes on
+
+
 async def test_cancelling_the_call_cancels_the_generation_and_calls_queued_behind_it(monkeypatch):
     backend = EmbeddedBackend()
     assert backend.llama is not None  # loaded before any call starts

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import hashlib
+import logging
 import os
 import threading
 from functools import cache
@@ -158,6 +159,9 @@ def _load(path: str, lora: str | None, n_ctx: int, n_threads: int, n_batch: int,
         raise BackendError("the embedded backend needs llama-cpp-python: pip install 'lwm[embedded]'") from exc
     llm = Llama(model_path=path, lora_path=lora, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                 verbose=False)
+    # Loaded: llama.cpp's error-level lines from here on are ours to report (a decode lwm aborts on Ctrl+C or a
+    # cancelled call logs "decode: removing memory module entries ..." to the user's screen otherwise).
+    logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
     atexit.register(llm.close)  # freeing at interpreter teardown instead fails noisily inside llama-cpp
     return _Model(llm, state_cache_mb)
 
