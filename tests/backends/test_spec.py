@@ -28,7 +28,7 @@ def test_load_backend_passes_options():
 
 
 def test_errors_name_the_problem():
-    with pytest.raises(UnknownPartError, match="unknown backend 'vllm'; known: copy-last, echo-action, embedded, mock, openai"):
+    with pytest.raises(UnknownPartError, match="unknown backend 'vllm'; known: copy-last, copy-retrieved, echo-action, embedded, mock, openai"):
         load_backend("vllm:x")
     with pytest.raises(ValueError, match="needs a model name"):
         load_backend("openai")
