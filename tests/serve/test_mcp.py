@@ -232,3 +232,21 @@ def test_sessions_open_when_the_server_is_stopped_are_recorded(tmp_path):
         server.kill()
     (recorded,) = read_trajectories(tmp_path / "s")
     assert len(recorded.turns) == 2 and recorded.provenance.extra["session"] == answers[0].meta["lwm/session"]
+
+
+def test_the_modes_rules_live_once_and_the_cli_says_what_a_mode_lacks(tmp_path):
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+    from lwm.serve.mirror import MirrorEnv, MirrorMode
+
+    assert MirrorMode("replay", fall_through=True).simulates and not MirrorMode("replay").simulates
+    assert MirrorMode("cache-real-sim").uses_real and MirrorMode("cache-real-sim").needs_replay
+    with pytest.raises(ValueError, match="give --replay"):
+        MirrorEnv("replay", TOOLS)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    for args, says in [(["--mode", "nope"], "unknown --mode 'nope'"), (["--mode", "replay"], "give --replay"),
+                       (["--mode", "real"], "give --mirror")]:
+        result = CliRunner().invoke(app, ["serve", "mcp", "--tools", str(tools), "--model", "mock", *args])
+        assert result.exit_code == 2 and says in result.output, (args, result.output)

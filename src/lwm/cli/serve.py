@@ -119,16 +119,15 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
     recordings), one history per client session; every answer says its source in _meta["lwm/source"]."""
     from lwm.serve.auth import UnsafeBind, check_bind
     from lwm.serve.mcp import MirrorServer, load_replay, mirrored_tools, real_options
-    from lwm.serve.mirror import MODES
+    from lwm.serve.mirror import MirrorMode
 
-    if mode not in MODES:
-        raise fail(f"unknown --mode {mode!r}; have: {', '.join(MODES)}", 2)
     if transport not in ("stdio", "http"):
         raise fail(f"unknown --transport {transport!r}; have: stdio, http", 2)
-    if mode in ("replay", "cache-real-sim") and not replay:
-        raise fail(f"--mode {mode} answers from recordings: give --replay TRAJECTORIES", 2)
-    if mode in ("real", "cache-real-sim") and not mirror:
-        raise fail(f"--mode {mode} calls the real server: give --mirror PRESET|COMMAND|URL", 2)
+    try:
+        rules = MirrorMode(mode, fall_through)
+        rules.check(real=bool(mirror), replay=bool(replay))
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
     try:
         if transport == "http":
             check_bind(host, token)
@@ -137,10 +136,9 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
         recorded = load_replay(replay) if replay else None
     except (UnsafeBind, ValueError, OSError, RuntimeError) as exc:
         raise fail(str(exc), 2) from None
-    simulated = mode == "sim" or mode == "cache-real-sim" or (mode == "replay" and fall_through)
     config = _config(options, control, domain="mcp", mode=mode, store=store,
-                     model=options.model if simulated else None)
-    mirror_server = MirrorServer(config, listed, real=real if mode in ("real", "cache-real-sim") else None,
+                     model=options.model if rules.simulates else None)
+    mirror_server = MirrorServer(config, listed, real=real if rules.uses_real else None,
                                  replay=recorded, max_sessions=max_sessions, idle_seconds=idle_seconds)
     typer.echo(f"lwm serve mcp: {len(listed)} tools ({mirror or tools}), mode {mode}"
                + (f", {len(recorded)} recorded answers" if recorded else "")

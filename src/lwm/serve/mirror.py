@@ -22,6 +22,30 @@ Mode = Literal["sim", "real", "replay", "cache-real-sim"]
 MODES: tuple[str, ...] = ("sim", "real", "replay", "cache-real-sim")
 
 
+class MirrorMode:
+    """What a mode needs and uses, in one place (the mirror and `lwm serve mcp` both ask here)."""
+
+    def __init__(self, mode: str, fall_through: bool = False):
+        if mode not in MODES:
+            raise ValueError(f"unknown --mode {mode!r}; have: {', '.join(MODES)}")
+        self.mode = mode
+        self.needs_replay = mode in ("replay", "cache-real-sim")
+        """It answers from recordings (--replay)."""
+        self.uses_real = mode in ("real", "cache-real-sim")
+        """It calls the real server (--mirror)."""
+        self.simulates = mode in ("sim", "cache-real-sim") or (mode == "replay" and fall_through)
+        """A world model answers (some) calls."""
+
+    def check(self, *, real: bool, replay: bool, world_model: bool | None = None) -> None:
+        """Raise ValueError naming what the mode lacks (``world_model`` None: not checked yet)."""
+        if self.needs_replay and not replay:
+            raise ValueError(f"--mode {self.mode} answers from recordings: give --replay TRAJECTORIES")
+        if self.uses_real and not real:
+            raise ValueError(f"--mode {self.mode} calls the real server: give --mirror PRESET|COMMAND|URL")
+        if world_model is not None and self.mode == "sim" and not world_model:
+            raise ValueError("mode sim needs a world model")
+
+
 def call_key(action: Action | dict[str, Any]) -> str:
     """A tool call's identity: its name and arguments, key order ignored."""
     content = action.content if isinstance(action, Action) else action
@@ -71,14 +95,8 @@ class MirrorEnv(TextEnv):
     def __init__(self, mode: Mode, tools: list[dict[str, Any]], *, world_model: WorldModel | None = None,
                  real_options: dict[str, Any] | None = None, replay: Replay | None = None,
                  context: Context | None = None):
-        if mode not in MODES:
-            raise ValueError(f"unknown mirror mode {mode!r}; known: {', '.join(MODES)}")
-        if mode == "sim" and world_model is None:
-            raise ValueError("mode sim needs a world model")
-        if mode in ("real", "cache-real-sim") and real_options is None:
-            raise ValueError(f"mode {mode} needs the real server (--mirror PRESET|CMD|URL)")
-        if mode in ("replay", "cache-real-sim") and replay is None:
-            raise ValueError(f"mode {mode} needs recorded trajectories (--replay)")
+        MirrorMode(mode).check(real=real_options is not None, replay=replay is not None,
+                               world_model=world_model is not None)
         self.mode, self.world_model, self.replay = mode, world_model, replay
         self.errors_as_observations = mode == "real"  # a failing world model is not the server's answer
         self.real_options = real_options
