@@ -28,6 +28,7 @@ from lwm.bench.baseline import copy_last_totals, copy_retrieved_totals, skill_ov
 from lwm.bench.data import BenchSample, answer_budgets, load_samples
 from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
+from lwm.bench.rows import Prediction
 from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judgements, pending_inference, pending_judging, predictions
 from lwm.bench.run import infer as run_infer
 from lwm.bench.run import judge as run_judge
@@ -99,6 +100,15 @@ def read_samples(data: Path, reporter: Reporter = QUIET) -> list[BenchSample]:
     if not samples:
         raise BenchError(f"no benchmark samples in {data}" + (f" ({len(problems)} problems, above)" if problems
                          else "") + ": expected <domain>_test.jsonl rows (lwm bench export makes them)")
+    return samples
+
+
+def import_predictions(file: Path, out: Path, reporter: Reporter = QUIET) -> list[BenchSample]:
+    """Another tool's predictions file (the published script's, or lwm's) as ``out``'s own, to be judged there;
+    returns its samples (a predictions row is its sample plus the answer)."""
+    samples = read_samples(file, reporter)
+    if file.resolve() != (out / PREDICTIONS).resolve():
+        predictions(out).write_all(Prediction.model_validate(s.model_dump(exclude_none=True)) for s in samples)
     return samples
 
 

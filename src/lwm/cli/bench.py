@@ -13,11 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from lwm.bench import pipeline
 from lwm.bench.data import BenchSample, export_trajectories, load_samples, spread, write_samples
-from lwm.bench.rows import Judgement, Prediction
-from lwm.bench.run import (
-    PREDICTIONS,
-    predictions,
-)
+from lwm.bench.rows import Judgement
 from lwm.bench.summary import (
     compare_table,
     paired_differences,
@@ -186,10 +182,7 @@ def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None
     the one recorded; a sample predicted again since it was judged is judged again)."""
     with _exits():
         if predictions_file is not None:
-            samples = pipeline.read_samples(predictions_file, REPORTER)  # a predictions row is its sample plus gen
-            if predictions_file.resolve() != (out / PREDICTIONS).resolve():
-                predictions(out).write_all(Prediction.model_validate(s.model_dump(exclude_none=True))
-                                           for s in samples)
+            samples = pipeline.import_predictions(predictions_file, out, REPORTER)
         else:
             source = pipeline.recorded_data(out, data)
             if source is None:
