@@ -60,8 +60,8 @@ def last_lines(text: str, count: int = 6) -> str:
 SMALL_MODEL_NOTE = (
     "The default model is plain SmolLM2-135M (offline, in-process): it shows the loop, not a world model — "
     "it often echoes the prompt or the action. --model embedded:lwm-mini is the same model trained by lwm to "
-    "write edits and copy from real transitions it ships with (on 20 unseen environments: ahead of the base in "
-    "every domain, of copying the last screen on terminal, SWE and search, behind it on web); "
+    "write edits and copy from real transitions it ships with (on 20 environments it never saw, data/loso: "
+    "52.8 against the base's 31.3, ahead on OS, search, SWE and web, level on terminal and MCP); "
     "for real predictions serve a world model and use --model openai:NAME --base-url URL.")
 
 
