@@ -47,3 +47,38 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
 def test_the_core_imports_nothing_above_it(graph, core):
     above = {m for m in graph.find_upstream_modules(core) if m.startswith(ABOVE_CORE)}
     assert above == set(), f"{core} imports {sorted(above)}"
+
+
+LAYERS = (("lwm.cli",), ("lwm.bench", "lwm.collect", "lwm.agent", "lwm.serve", "lwm.train"),
+          ("lwm.envs", "lwm.backends", "lwm.domains", "lwm.data", "lwm.prompts", "lwm.provision", "lwm.testing"))
+"""Package layers, highest first: a package imports only its own layer and those below (issue 48)."""
+UPWARD_ALLOWED = {("lwm.backends.transformers", "lwm.train.common")}
+"""The transformers backend loads a model exactly as training does; moving that loader down is left to do."""
+
+
+def _upward(graph) -> set[tuple[str, str]]:
+    level = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+    found = set()
+    for module in graph.modules:
+        mine = level.get(".".join(module.split(".")[:2]))
+        for imported in graph.find_modules_directly_imported_by(module):
+            theirs = level.get(".".join(imported.split(".")[:2]))
+            if mine is not None and theirs is not None and theirs < mine:
+                found.add((module, imported))
+    return found
+
+
+def test_packages_import_only_their_layer_and_below(graph):
+    assert _upward(graph) - UPWARD_ALLOWED == set()
+    assert _upward(graph) >= UPWARD_ALLOWED  # the allowance is still needed (else: remove it)
+
+
+def test_the_layer_check_finds_an_upward_import():
+    class Planted:
+        modules = {"lwm.envs.sim", "lwm.bench.run"}
+
+        @staticmethod
+        def find_modules_directly_imported_by(module):
+            return {"lwm.bench.run"} if module == "lwm.envs.sim" else set()
+
+    assert _upward(Planted()) == {("lwm.envs.sim", "lwm.bench.run")}
