@@ -29,21 +29,26 @@ def readme_package() -> dict[str, str]:
     return files
 
 
-@pytest.fixture(scope="module")
-def plugin(tmp_path_factory) -> Path:
-    """README's plugin package, built and installed (pip, no network) into a folder of its own."""
-    root = tmp_path_factory.mktemp("plugin")
+def install(files: dict[str, str], root: Path) -> Path:
+    """A package of ``files`` (path -> text) built and installed (pip, no network) into ``root``/site; the
+    source is removed, so what runs is the installed copy."""
     source = root / "src"
-    files = readme_package()
-    assert set(files) == {"lwm_kanban/domain.py", "lwm_kanban/prompts/kanban/system_prompt.txt", "pyproject.toml"}
-    for name, text in {**files, "lwm_kanban/__init__.py": ""}.items():
+    for name, text in files.items():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text(text)
     site = root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
-    shutil.rmtree(source)  # what runs is the installed copy
+    shutil.rmtree(source)
     return site
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory) -> Path:
+    """README's plugin package, installed into a folder of its own."""
+    files = readme_package()
+    assert set(files) == {"lwm_kanban/domain.py", "lwm_kanban/prompts/kanban/system_prompt.txt", "pyproject.toml"}
+    return install({**files, "lwm_kanban/__init__.py": ""}, tmp_path_factory.mktemp("plugin"))
 
 
 def _env(site: Path) -> dict[str, str]:
@@ -90,13 +95,9 @@ def test_without_the_plugin_the_domain_is_unknown(plugin):
 @pytest.fixture(scope="module")
 def bad_plugins(tmp_path_factory) -> Path:
     """One plugin that raises on import and one that registers a domain under lwm's own name `terminal`."""
-    root = tmp_path_factory.mktemp("bad-plugins")
-    source = root / "src"
-    package = source / "lwm_bad"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "broken.py").write_text("raise ImportError('lwm_bad.broken needs a module that is not there')\n")
-    (package / "clash.py").write_text(textwrap.dedent('''
+    return install({"lwm_bad/__init__.py": "",
+                    "lwm_bad/broken.py": "raise ImportError('lwm_bad.broken needs a module that is not there')\n",
+                    "lwm_bad/clash.py": textwrap.dedent('''
         from lwm.domains.base import Domain
         from lwm.registry import register
 
@@ -106,8 +107,7 @@ def bad_plugins(tmp_path_factory) -> Path:
             name = "terminal"
             title = "Not The Terminal"
             example_action = {}
-    '''))
-    (source / "pyproject.toml").write_text(textwrap.dedent('''
+    '''), "pyproject.toml": textwrap.dedent('''
         [build-system]
         requires = ["setuptools>=68"]
         build-backend = "setuptools.build_meta"
@@ -119,11 +119,7 @@ def bad_plugins(tmp_path_factory) -> Path:
         [project.entry-points."lwm.plugins"]
         broken = "lwm_bad.broken"
         clash = "lwm_bad.clash"
-    '''))
-    site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
-    return site
+    ''')}, tmp_path_factory.mktemp("bad-plugins"))
 
 
 def test_a_broken_or_clashing_plugin_is_one_line_and_lwm_goes_on(bad_plugins):
@@ -144,15 +140,9 @@ def test_a_broken_or_clashing_plugin_is_one_line_and_lwm_goes_on(bad_plugins):
 def test_a_plugin_installed_without_its_prompts_says_how_to_ship_them(tmp_path):
     """Without package-data the prompts are not installed: one line naming the missing file and the fix, not a
     FileNotFoundError traceback that points at lwm's own prompts folder."""
-    source = tmp_path / "src"
     files = readme_package()
     files["pyproject.toml"] = files["pyproject.toml"].split("[tool.setuptools.package-data]")[0]
-    for name, text in {**files, "lwm_kanban/__init__.py": ""}.items():
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        (source / name).write_text(text)
-    site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    site = install({**files, "lwm_kanban/__init__.py": ""}, tmp_path)
     lwm = str(Path(sys.executable).with_name("lwm"))
     done = subprocess.run([lwm, "simulate", "--domain", "kanban", "--model", "mock", "--no-cache",
                            "--action", '{"move": "card-1", "to": "done"}'], capture_output=True, text=True,

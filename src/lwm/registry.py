@@ -54,7 +54,8 @@ def _where(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
-def _builtin(obj: Any) -> bool:
+def is_builtin(obj: Any) -> bool:
+    """Whether a part is lwm's own (defined in the ``lwm`` package), not a plugin's."""
     return getattr(obj, "__module__", "").split(".")[0] == "lwm"
 
 
@@ -67,7 +68,7 @@ def register(kind: Kind, name: str | None = None) -> Callable[[T], T]:
         known = _parts.setdefault(kind, {})
         before = known.get(key)
         if before is not None and _where(before) != _where(obj):  # the same part imported again is no clash
-            if _builtin(obj) and not _builtin(before):  # a plugin loaded before lwm's own module of this kind
+            if is_builtin(obj) and not is_builtin(before):  # a plugin loaded before lwm's own module of this kind
                 _report(f"plugin part {_where(before)} dropped: {kind} {key!r} is lwm's own {_where(obj)}")
             else:
                 raise PartClash(f"{kind} {key!r} is already {_where(before)}; {_where(obj)} cannot take its name")

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
 from lwm.prompts import PLACEHOLDERS, PromptNotFound, PromptSet
+from lwm.registry import is_builtin
 from lwm.types import Action, Context, JSONValue, Trajectory
 
 
@@ -124,7 +125,7 @@ class Domain:
     def prompts(self, prompts_dir: str | Path | None = None) -> PromptSet:
         """The templates of ``prompts_dir`` (a user's), else the domain's own, else lwm's."""
         own = self.prompts_root()
-        if prompts_dir is None and own is None and type(self).__module__.split(".")[0] != "lwm":
+        if prompts_dir is None and own is None and not is_builtin(type(self)):
             module = sys.modules.get(type(self).__module__)
             beside = Path(module.__file__).parent / "prompts" / self.name if module and module.__file__ else "?"
             raise PromptNotFound(

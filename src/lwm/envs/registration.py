@@ -26,7 +26,7 @@ from lwm.envs.control import Control, ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
 from lwm.model_options import ModelOptions
-from lwm.registry import get, names, registered
+from lwm.registry import get, is_builtin, names, registered
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 
@@ -121,7 +121,7 @@ class SimVectorEnv(SyncVectorEnv):
 def has_real_env(domain: str) -> bool:
     """Whether ``domain`` has a real environment: each of lwm's own does (lwm.envs.real, checked by a test,
     not imported here: `import lwm` stays light); a plugin's only if the plugin registered an ``env`` too."""
-    return get("domain", domain).__module__.split(".")[0] == "lwm" or registered("env", domain)
+    return is_builtin(get("domain", domain)) or registered("env", domain)
 
 
 def register_envs() -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 PINS = Path(__file__).parent
@@ -39,6 +40,7 @@ def pypi_bin() -> Path:
     return data_dir() / "pypi" / ".venv" / "bin"
 
 
+@cache
 def pinned_hashes(path: Path) -> dict[str, list[str]]:
     """``name==version`` -> its allowed sha256 digests, from a pip requirements file with ``--hash`` options
     (``scripts/pin_hashes.py`` writes them)."""

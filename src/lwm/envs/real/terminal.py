@@ -140,11 +140,13 @@ class TerminalEnv(TextEnv):
         self._closing.wait(duration)
 
     def transition(self, action: Action) -> Observation:
+        asked = [float(step.get("duration", 0.1)) for step in action.content]
         left = MAX_WAIT
-        for step in action.content:
-            wait = min(float(step.get("duration", 0.1)), left)
+        for step, duration in zip(action.content, asked, strict=True):
+            wait = min(duration, left)
             self._type(step["keystrokes"], wait)
             left -= wait
         if self._closing.is_set():
             raise RuntimeError("the terminal was closed during the step")
-        return Observation(content=self.screen(), metadata={"wait_capped": True} if left <= 0 else {})
+        # capped only when the durations asked for more than MAX_WAIT (not when they add up to it exactly)
+        return Observation(content=self.screen(), metadata={"wait_capped": True} if sum(asked) > MAX_WAIT else {})
