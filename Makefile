@@ -1,5 +1,5 @@
 # The two commands of the README's Quickstart, and a few helpers.
-.PHONY: setup run test floors bench lint
+.PHONY: setup verifiers run test floors bench lint
 
 setup:
 	@bash scripts/setup.sh
@@ -8,7 +8,10 @@ run:
 	@bash scripts/setup.sh embedded terminal
 	.venv/bin/lwm demo
 
-test: setup
+verifiers:
+	@bash scripts/setup_verifiers.sh
+
+test: setup verifiers
 	.venv/bin/python -m pytest -q
 
 floors: setup

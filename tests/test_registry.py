@@ -49,3 +49,25 @@ def test_a_lookup_loads_only_its_own_kind_and_says_what_is_known():
     assert done.stdout.split() == ["False", "False"]
     with pytest.raises(KeyError, match="unknown domain 'nope'; known: android, mcp"):
         get_domain("nope")
+
+
+def test_threads_looking_up_a_kind_for_the_first_time_all_find_its_parts():
+    """A served session's first look-up happens in many threads at once (the verifiers face runs rollouts
+    concurrently): none may see a kind as loaded while another thread is still importing its modules."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+from lwm import registry
+found, barrier = [], threading.Barrier(8)
+def look():
+    barrier.wait()
+    found.append(registry.get("env", "terminal").__name__)
+threads = [threading.Thread(target=look) for _ in range(8)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(len(found))
+"""  # a fresh process: in this one the kinds are loaded already
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "8"

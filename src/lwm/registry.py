@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -39,6 +40,9 @@ BUILTIN: dict[str, tuple[str, ...]] = {
 _parts: dict[str, dict[str, Any]] = {}
 _loaded: set[str] = set()
 _plugins_loaded = False
+_loading = threading.RLock()
+_ready: set[str] = set()
+"""Kinds whose modules and the plugins are imported (a look-up of these takes no lock)."""
 
 
 class UnknownPartError(KeyError):
@@ -83,18 +87,24 @@ def _report(line: str) -> None:
 
 
 def _load(kind: Kind) -> None:
+    """Import lwm's modules of ``kind`` and the plugins, once. Under a lock: a server's sessions look parts up
+    from many threads at once, and one must not see a kind as loaded while another is still importing it."""
     global _plugins_loaded
-    if kind not in _loaded:
-        _loaded.add(kind)
-        for module in BUILTIN[kind]:
-            importlib.import_module(module)
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for ep in entry_points(group="lwm.plugins"):
-            try:
-                ep.load()
-            except Exception as exc:  # noqa: BLE001 - one broken plugin must not break every command
-                _report(f"plugin {ep.name} ({ep.value}) skipped: {type(exc).__name__}: {exc}")
+    if kind in _ready:
+        return
+    with _loading:
+        if kind not in _loaded:
+            for module in BUILTIN[kind]:
+                importlib.import_module(module)
+            _loaded.add(kind)
+        if not _plugins_loaded:
+            _plugins_loaded = True
+            for ep in entry_points(group="lwm.plugins"):
+                try:
+                    ep.load()
+                except Exception as exc:  # noqa: BLE001 - one broken plugin must not break every command
+                    _report(f"plugin {ep.name} ({ep.value}) skipped: {type(exc).__name__}: {exc}")
+        _ready.add(kind)
 
 
 @overload

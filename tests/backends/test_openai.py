@@ -151,3 +151,16 @@ async def test_requests_spread_over_several_servers_and_a_failing_one_is_passed_
         assert all(a.text for a in answers)  # every request answered: retried on the healthy server
         assert len(two.requests) - before >= 16 and len(one.requests) < 16 + 16  # the failing one rested
         await both.aclose()
+
+
+def test_the_scripted_server_streams_when_asked_as_openai_does():
+    """Clients that stream (verifiers' interception does) get SSE chunks, the usage when asked, and [DONE]."""
+    import openai
+
+    with ScriptedServer(["hello there"]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x")
+        chunks = list(client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "hi"}],
+                                                     stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "hello there" and [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0

@@ -65,3 +65,12 @@ def test_served_models_are_asked_as_the_cli_says_edits_retrieval_and_examples_in
     assert (config.edits, config.no_retrieve, config.examples, config.examples_when) == (True, True, 3, "no-base")
     wm = config.world_model()
     assert wm.edits is True and wm.examples == 3 and wm.examples_when == "no-base" and not wm.retriever
+
+
+def test_a_tasks_reset_tells_any_client_the_task_and_how_to_act():
+    session = Session(ServeConfig(domain="search", model="copy-last"), None, "test")
+    session.world_model = ServeConfig(domain="search", model="copy-last").world_model()
+    info = session.reset(task="search/signal-0000").info
+    assert info["instruction"].startswith("Fill in a table") and info["task"] == "search/signal-0000"
+    assert info["instruction"] in info["prompt"] and '"name": "final_answer"' in info["prompt"]
+    assert "instruction" not in session.reset(seed=0).info  # an episode without a task has none

@@ -21,6 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from lwm.agent.loop import system_prompt
 from lwm.agent.task_env import close_env, make_task_env, recorder
 from lwm.agent.tasks import Task, get_task
 from lwm.backends import DEFAULT_SPEC
@@ -151,6 +152,9 @@ class Session:
         observation, info = self.stepper.reset(seed=seed)
         self.steps, self.done = 0, False
         self.last_used = time.monotonic()
+        if self.task is not None:  # a client that is not lwm's own agent learns the task and how to act here
+            info = {**info, "instruction": self.task.instruction,
+                    "prompt": system_prompt(self.task.domain, self.task.instruction, list(self.task.context.tools))}
         return StepResult(observation, info={**info, "session": self.id, "mode": self.config.mode})
 
     def step(self, action: str | dict[str, Any] | list[Any]) -> StepResult:

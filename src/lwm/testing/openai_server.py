@@ -1,8 +1,8 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 with scripted answers and injectable faults.
 
 For lwm's own tests and benchmarks (and for users testing their setup without a GPU): it speaks
-``POST /v1/chat/completions`` and ``GET /v1/models``. Faults are queued and each one is used by the
-next request(s): ``latency`` (answer after a delay), ``status`` (e.g. 500 or 429 with Retry-After),
+``POST /v1/chat/completions`` (streamed when asked) and ``GET /v1/models``. Faults are queued and each one is
+used by the next request(s): ``latency`` (answer after a delay), ``status`` (e.g. 500 or 429 with Retry-After),
 ``drop`` (headers sent, then the connection is cut mid-body), ``malformed`` (a 200 whose body is not a
 completion), ``slow_stream`` (a body trickled out over ``seconds``), ``hang`` (no answer for ``seconds``).
 A base ``latency`` applies to every request. Needs the ``testserver`` extra (fastapi, uvicorn).
@@ -126,7 +126,11 @@ class ScriptedServer:
                                     status_code=fault.status, headers=headers)
             if fault and fault.kind == "malformed":
                 return Response('{"choices": [ this is not json', media_type="application/json")
-            payload = json.dumps(self._completion(body)).encode()
+            completion = self._completion(body)
+            if body.get("stream") and not fault:
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return StreamingResponse(_events(completion, usage), media_type="text/event-stream")
+            payload = json.dumps(completion).encode()
             if fault and fault.kind == "drop":
                 return StreamingResponse(_dropped(payload), media_type="application/json")
             if fault and fault.kind == "slow_stream":
@@ -174,6 +178,20 @@ async def _dropped(payload: bytes) -> AsyncIterator[bytes]:
     yield payload[: len(payload) // 3]
     await asyncio.sleep(0.01)
     raise ConnectionResetError("injected drop")
+
+
+async def _events(completion: dict[str, Any], usage: bool) -> AsyncIterator[bytes]:
+    """A completion as OpenAI's stream sends it (``stream: true``): the message as one delta, then the finish
+    reason, the usage if asked (``stream_options.include_usage``), and ``[DONE]``."""
+    head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = completion["choices"][0]
+    chunks = [{**head, "choices": [{"index": 0, "delta": choice["message"], "finish_reason": None}]},
+              {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}]
+    if usage:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    for chunk in chunks:
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
 
 
 async def _trickled(payload: bytes, seconds: float) -> AsyncIterator[bytes]:
