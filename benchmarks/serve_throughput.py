@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 from rich.console import Console
 from rich.table import Table
 

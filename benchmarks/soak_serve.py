@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table

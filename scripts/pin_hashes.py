@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 
 PINS = Path(__file__).parents[1] / "src" / "lwm" / "provision"
 INDEX = "https://pypi.org/simple"

@@ -1,6 +1,6 @@
 """Serving beyond loopback needs a token; without it, HTTP gets 401 and WebSocket is closed."""
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 pytest.importorskip("openenv.core")

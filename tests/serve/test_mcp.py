@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client

@@ -93,7 +93,7 @@ def test_a_control_spec_perturbs_served_steps_and_is_recorded(tmp_path):
 
 
 def test_http_without_a_session_is_a_4xx_that_says_sessions_are_websocket_and_bodies_are_bounded():
-    import httpx
+    import httpx2 as httpx
 
     from lwm.serve.auth import MAX_BODY, guard
 
@@ -114,7 +114,7 @@ def test_http_without_a_session_is_a_4xx_that_says_sessions_are_websocket_and_bo
 
 
 def test_one_shot_http_and_mcp_requests_are_held_to_the_session_bound_and_bad_resets_are_a_422():
-    import httpx
+    import httpx2 as httpx
 
     with ThreadedServer(openenv_app(ServeConfig(domain="terminal", model="mock"), max_sessions=1)) as server:
         bad = {"task": "nope/x"}, {"task": 5}, {"context": [1]}, {"seed": "x"}

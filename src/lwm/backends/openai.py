@@ -1,6 +1,7 @@
 """Any OpenAI-compatible chat server: vLLM, SGLang, llama-server, OpenAI itself.
 
-Talks the wire format directly over httpx so that every failure mode is ours to handle: a bounded
+Talks the wire format directly over httpx2 (pydantic's maintained httpx, whose connection pool is linear in
+its connections where httpcore 1.0.9's is quadratic) so that every failure mode is ours to handle: a bounded
 number of concurrent requests, a hard deadline per attempt (a trickling response cannot hang a run),
 retries with exponential backoff and jitter on 429, 5xx, dropped connections, timeouts and malformed
 bodies (honouring ``Retry-After``), and a clear error for everything that retrying cannot fix.
@@ -20,7 +21,7 @@ import os
 import time
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from lwm.backends.base import BackendError, BackendInfo, GenerateConfig, Generation, Message, approx_tokens
@@ -103,7 +104,7 @@ class OpenAIBackend:
                 base_url=url,
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(max_connections=self.concurrency),
+                limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
             ), asyncio.Semaphore(self.concurrency)) for url in self.base_urls]
         return self._per_loop[loop]
 

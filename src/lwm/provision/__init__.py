@@ -199,7 +199,7 @@ INDEX = "https://pypi.org/simple"
 def fetch_sdist(pin: str, into: Path, say: Callable[[str], None], index: str = INDEX) -> Path:
     """The pinned source distribution of ``pin``, downloaded as a file (no build code runs, as it would under
     `pip download`), kept only if its sha256 is the pinned one."""
-    import httpx
+    import httpx2 as httpx
 
     name, version = pin.split("==")
     wanted = set(pinned_hashes(PINS / "swe" / "projects.txt").get(pin, []))
