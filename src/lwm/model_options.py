@@ -1,12 +1,13 @@
-"""``ModelOptions``: a world model named by its spec, with how to reach it and how it samples."""
+"""``ModelOptions``: a world model named by its spec, with how to reach it and how it samples; ``world_model()``,
+the one way anything in lwm gets a WorldModel (as inspect_ai's ``get_model``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lwm.backends import DEFAULT_SPEC, GenerateConfig
+from lwm.backends import DEFAULT_SPEC, Backend, GenerateConfig
 from lwm.worldmodel import WorldModel
 
 
@@ -15,7 +16,8 @@ class ModelOptions:
     """Which model, how to reach it, and how it samples: the one way lwm builds a WorldModel from a spec and
     options (the CLI's model options, served environments, the gym factories, agent runs in the simulator)."""
 
-    model: str = DEFAULT_SPEC
+    model: str | Backend = DEFAULT_SPEC
+    """A spec (``embedded:lwm-mini``, ``openai:NAME``, ...) or a ready backend."""
     base_url: str | None = None
     api_key: str | None = None
     temperature: float = 0.0
@@ -59,3 +61,18 @@ class ModelOptions:
             print(f"lwm: indexed the {domain} transitions of --retrieve in {seconds:.1f} s", file=sys.stderr)
 
         return TransitionIndex.cached([Path(p) for p in self.retrieve], folder, progress=said)
+
+
+def world_model(model: str | Backend | WorldModel | ModelOptions | None = None, *, concurrency: int | None = None,
+                **options: Any) -> WorldModel:
+    """A WorldModel from a spec, a backend, ``ModelOptions`` or a WorldModel (returned as it is), with
+    ``options`` (``ModelOptions``' fields) over the given ones; ``concurrency``: requests in flight, for servers.
+    Every layer that needs a world model (serve, the gym factories, agent runs in the simulator, bench) takes
+    one of these and calls this."""
+    if isinstance(model, WorldModel):
+        if options:
+            raise ValueError(f"a ready WorldModel takes no options (got {', '.join(sorted(options))}): give its "
+                             "spec or ModelOptions instead")
+        return model
+    chosen = model if isinstance(model, ModelOptions) else ModelOptions(DEFAULT_SPEC if model is None else model)
+    return replace(chosen, **options).world_model(concurrency)

@@ -15,6 +15,7 @@ from lwm.backends import MockBackend
 from lwm.cli import app
 from lwm.data import TrajectoryStore
 from lwm.envs.real.search import DEFAULT_SOURCES, corpus_index
+from lwm.model_options import world_model
 from lwm.testing.openai_server import ScriptedServer
 from lwm.worldmodel import WorldModel
 from tests.envs.real.conftest import needs_sandbox, needs_tmux
@@ -208,7 +209,7 @@ def test_the_simulator_writes_no_more_than_the_policy_reads():
 
     backend.generate = generate
     task = get_task(TASKS["search"])
-    run_episodes([task], ExpertPolicy(), "sim", world_model=task_env.sim_world_model(backend, 300))
+    run_episodes([task], ExpertPolicy(), "sim", world_model=world_model(backend, max_tokens=300))
     assert seen and set(seen) == {300}
 
 

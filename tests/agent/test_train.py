@@ -79,9 +79,9 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
 
     from transformers import AutoTokenizer
 
-    from lwm.agent.task_env import sim_world_model
     from lwm.agent.tasks import tasks
     from lwm.agent.train import AgentRLConfig, make_rollout, vllm_defaults
+    from lwm.model_options import world_model
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     reply = tokenizer('{"name": "final_answer", "arguments": {"answer": "x"}}', add_special_tokens=False)["input_ids"]
@@ -103,7 +103,7 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
     engine = Engine()
     trainer = SimpleNamespace(args=SimpleNamespace(use_vllm=True, max_completion_length=256), vllm_generation=engine,
                               state=SimpleNamespace(global_step=3))
-    rollout = make_rollout(config, {t.instruction: t for t in chosen}, tokenizer, sim_world_model("mock"), None)
+    rollout = make_rollout(config, {t.instruction: t for t in chosen}, tokenizer, world_model("mock"), None)
     out = rollout([t.instruction for t in chosen], trainer)
     out_again = rollout([t.instruction for t in chosen], trainer)
     assert len(engine.calls) >= 2 and set(engine.calls) == {(2, 24)}  # one batch a lockstep step, reply-sized

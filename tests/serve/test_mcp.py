@@ -13,6 +13,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from lwm.data import read_trajectories
+from lwm.model_options import ModelOptions  # noqa: E402
 from lwm.serve.mcp import MirrorServer, load_replay, mirrored_tools, real_options
 from lwm.serve.session import ServeConfig
 from lwm.testing.asgi import ThreadedServer
@@ -40,7 +41,8 @@ def served(mirror: MirrorServer) -> ThreadedServer:
 
 def test_http_clients_get_the_tools_and_a_history_each(tmp_path):
     with ScriptedServer() as model:
-        config = ServeConfig(domain="mcp", model="openai:scripted", base_url=model.base_url, store=tmp_path / "s")
+        config = ServeConfig(domain="mcp", model=ModelOptions("openai:scripted", base_url=model.base_url),
+                             store=tmp_path / "s")
         mirror = MirrorServer(config, TOOLS)
         with served(mirror) as server:
             url = f"{server.url}/mcp"

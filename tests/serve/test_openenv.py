@@ -10,6 +10,7 @@ from openenv.core import GenericEnvClient  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from lwm.data import read_trajectories  # noqa: E402
+from lwm.model_options import ModelOptions  # noqa: E402
 from lwm.serve.openenv import openenv_app  # noqa: E402
 from lwm.serve.session import ServeConfig  # noqa: E402
 from lwm.testing.asgi import ThreadedServer  # noqa: E402
@@ -25,7 +26,8 @@ def client(url: str):
 def test_each_client_is_its_own_session_with_its_own_history_and_recording(tmp_path):
     store = tmp_path / "served"
     with ScriptedServer() as model:
-        config = ServeConfig(domain="terminal", model="openai:scripted", base_url=model.base_url, store=store)
+        config = ServeConfig(domain="terminal", model=ModelOptions("openai:scripted", base_url=model.base_url),
+                             store=store)
         with ThreadedServer(openenv_app(config)) as server, client(server.url) as a, client(server.url) as b:
             first = a.reset(seed=1)
             b.reset(seed=2)

@@ -62,7 +62,7 @@ def test_served_models_are_asked_as_the_cli_says_edits_retrieval_and_examples_in
 
     config = _config(ModelOptions("mock", edits=True, no_retrieve=True, examples=3, examples_when="no-base"), None,
                      domain="terminal")
-    assert (config.edits, config.no_retrieve, config.examples, config.examples_when) == (True, True, 3, "no-base")
+    assert config.model == ModelOptions("mock", edits=True, no_retrieve=True, examples=3, examples_when="no-base")
     wm = config.world_model()
     assert wm.edits is True and wm.examples == 3 and wm.examples_when == "no-base" and not wm.retriever
 

@@ -16,12 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lwm.agent.loop import Episode, run_episodes
 from lwm.agent.policy import make_policy
-from lwm.agent.task_env import WORLD_MODEL_TOKENS, sim_world_model
+from lwm.agent.task_env import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import Task
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.jsonl import JsonlFile
 from lwm.data.store import TrajectoryStore
 from lwm.envs.control import ControlSpec
+from lwm.model_options import world_model as get_world_model
 from lwm.runfolder import digest, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
 
@@ -66,7 +67,7 @@ def run_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: s
     if env not in ("sim", "real"):
         raise ValueError(f"--env must be sim or real, not {env!r}")
     policy = make_policy(policy_spec, chosen, **(policy_options or {}))
-    wm = sim_world_model(world_model, world_model_tokens) if env == "sim" else None
+    wm = get_world_model(world_model, max_tokens=world_model_tokens) if env == "sim" else None
     spec = ControlSpec.load(control) if control else None
     store = TrajectoryStore(out) if out else None
     rows = []

@@ -15,12 +15,12 @@ import gymnasium as gym
 
 from lwm.agent.checks import check, final_answer
 from lwm.agent.tasks import Task, get_task, task_context
-from lwm.backends import DEFAULT_SPEC, Backend, GenerateConfig
+from lwm.backends import DEFAULT_SPEC
 from lwm.data.store import TrajectoryStore
 from lwm.envs import RecordTrajectory, SimEnv, TextEnv
 from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
-from lwm.model_options import ModelOptions
+from lwm.model_options import world_model as get_world_model
 from lwm.registry import get
 from lwm.worldmodel import WorldModel
 
@@ -28,14 +28,6 @@ EnvKind = Literal["sim", "real"]
 WORLD_MODEL_TOKENS = 512
 """Most tokens the world model writes per simulated observation: the agent loop's policy reads only the first or
 last ``lwm.agent.loop.OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time nobody reads."""
-
-
-def sim_world_model(model: str | Backend, max_tokens: int = WORLD_MODEL_TOKENS) -> WorldModel:
-    """The world model that plays the environment in ``--env sim`` (a spec or a backend), its answers capped
-    at ``max_tokens``."""
-    if not isinstance(model, str):
-        return WorldModel(model, config=GenerateConfig(max_tokens=max_tokens))
-    return ModelOptions(model, max_tokens=max_tokens).world_model()
 
 
 def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,
@@ -132,6 +124,6 @@ def make_task_env(task: str | Task, env: EnvKind = "real", model: str = DEFAULT_
     perturbed by ``control``; ``render_mode`` ``"ansi"`` renders the last observation (Gymnasium's)."""
     task = get_task(task) if isinstance(task, str) else task
     if env == "sim" and world_model is None:
-        world_model = sim_world_model(model, max_tokens)
+        world_model = get_world_model(model, max_tokens=max_tokens)
     return TaskEnv(wrap(make_env(task, env, world_model, render_mode), store, max_turns, control, record=record,
                         provenance=provenance), task, view)

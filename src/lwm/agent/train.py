@@ -20,10 +20,11 @@ from typing import Any, ClassVar
 
 from lwm.agent.loop import Episode, run_episodes
 from lwm.agent.policy import LocalPolicy, VLLMPolicy
-from lwm.agent.task_env import WORLD_MODEL_TOKENS, sim_world_model
+from lwm.agent.task_env import WORLD_MODEL_TOKENS
 from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
+from lwm.model_options import world_model as get_world_model
 from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import StageConfig
 
@@ -151,7 +152,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     model, tokenizer = load_model(config.model, config.seed)
     world_model = None
     if config.env == "sim":
-        world_model = sim_world_model(config.world_model, config.world_model_tokens)
+        world_model = get_world_model(config.world_model, max_tokens=config.world_model_tokens)
     output_dir = Path(config.output_dir)
     rank = int(os.environ.get("RANK", "0"))  # accelerate launch / torchrun: each rank records its own rollouts
     rollouts = output_dir / ("rollouts" if rank == 0 else f"rollouts-rank{rank}")

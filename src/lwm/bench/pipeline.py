@@ -4,7 +4,7 @@ run.json and resumes: finished rows are kept when the settings are the ones reco
 
 ```python
 from lwm.bench.pipeline import JudgeOptions, infer, judge, score
-from lwm.model_options import ModelOptions
+from lwm.model_options import ModelOptions, world_model
 
 samples = infer("data/bench-sample", "runs/b", ModelOptions("embedded:lwm-mini", max_tokens=256))
 judge({s.key: s for s in samples}, "runs/b", JudgeOptions("rules"))
@@ -34,9 +34,8 @@ from lwm.bench.run import infer as run_infer
 from lwm.bench.run import judge as run_judge
 from lwm.bench.scorer import Scorer, load_scorer
 from lwm.bench.summary import aggregate
-from lwm.model_options import ModelOptions
+from lwm.model_options import ModelOptions, world_model
 from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, holds_rows, pin, read_run, set_aside, update_run
-from lwm.worldmodel import WorldModel
 
 REPORT = "report.html"
 FLOOR = "copy-last"
@@ -190,7 +189,7 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
     every = read_samples(data, reporter)
     samples = first(every, limit)
     options = sampling(options, protocol)
-    wm = options.world_model(concurrency)
+    wm = world_model(options, concurrency=concurrency)
     budgets = answer_budgets(every, wm.backend.context_window) if options.max_tokens == AUTO else None
     if budgets:
         reporter.say("answer budget per domain (tokens, from the data's real observations; --max-tokens N sets "
@@ -277,7 +276,7 @@ def _judge_floor(samples: dict[str, BenchSample], floor: Path, scorer: Scorer, s
         return
     files = [PREDICTIONS, JUDGED, SCORES, REPORT, RUN_FILE]
     _start(floor, "infer", {"model": "copy-last"}, floor / PREDICTIONS, force_new, files, reporter)
-    asyncio.run(run_infer(list(chosen.values()), WorldModel("copy-last", cache=False), floor, concurrency))
+    asyncio.run(run_infer(list(chosen.values()), world_model("copy-last", no_cache=True), floor, concurrency))
     _start(floor, "judge", settings, floor / JUDGED, force_new, [JUDGED], reporter)
     reporter.say(f"judging copy-last's answers to the {len(chosen)} samples past their first turn, in {floor} "
                  "(the floor for skill over copy-last; --no-floor skips it)")

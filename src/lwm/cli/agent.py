@@ -243,13 +243,13 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     is run in the real environment by the expert (solves it) and by a policy that answers at once (does
     nothing); the world model then predicts the checker's output after each recorded episode."""
     from lwm.agent.agreement import agreement
-    from lwm.model_options import ModelOptions
+    from lwm.model_options import world_model as get_world_model
 
     chosen = [t for t in tasks(domain, split if split in ("train", "heldout") else None)
               if t.check.kind == "state"][:limit]
     if not chosen:
         raise fail(f"no state-checked {domain} {split} tasks", 2)
-    wm = ModelOptions(world_model).world_model()
+    wm = get_world_model(world_model)
     rows = [r.model_dump() for r in agreement(chosen, wm, out, console.status)]
     table = Table(title=f"simulated vs real checker, {domain} {split}, world model {wm.backend.name}")
     for col in ("episodes by", "n", "real reward", "sim reward", "agree (both >= 0.5 or both < 0.5)"):

@@ -41,15 +41,12 @@ def _control(path: Path | None) -> ControlSpec | None:
             from None
 
 
-def _config(options: o.ModelOptions, control: Path | None, **fields: Any) -> ServeConfig:
-    """The served environment's settings: the model options and control spec, then ``fields`` (which win)."""
+def _config(options: o.ModelOptions | None, control: Path | None, **fields: Any) -> ServeConfig:
+    """The served environment's settings: the model options (None: no world model) and control spec, then
+    ``fields``."""
     from lwm.serve.session import ServeConfig
 
-    return ServeConfig(**{"model": options.model, "max_tokens": options.max_tokens,
-                          "temperature": options.temperature, "base_url": options.base_url,
-                          "api_key": options.api_key, "control": _control(control), "guard": options.guard,
-                          "edits": options.edits, "retrieve": options.retrieve, "no_retrieve": options.no_retrieve,
-                          "examples": options.examples, "examples_when": options.examples_when, **fields})
+    return ServeConfig(model=options, control=_control(control), **fields)
 
 
 def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
@@ -136,8 +133,7 @@ def mcp_cmd(mirror: Annotated[str | None, typer.Option(help="The real server to 
         recorded = load_replay(replay) if replay else None
     except (UnsafeBind, ValueError, OSError, RuntimeError) as exc:
         raise fail(str(exc), 2) from None
-    config = _config(options, control, domain="mcp", mode=mode, store=store,
-                     model=options.model if rules.simulates else None)
+    config = _config(options if rules.simulates else None, control, domain="mcp", mode=mode, store=store)
     mirror_server = MirrorServer(config, listed, real=real if rules.uses_real else None,
                                  replay=recorded, max_sessions=max_sessions, idle_seconds=idle_seconds)
     typer.echo(f"lwm serve mcp: {len(listed)} tools ({mirror or tools}), mode {mode}"

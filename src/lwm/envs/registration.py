@@ -25,7 +25,7 @@ from lwm.data.store import TrajectoryStore
 from lwm.envs.control import Control, ControlSpec, apply_control
 from lwm.envs.record import RecordTrajectory
 from lwm.envs.sim import SimEnv
-from lwm.model_options import ModelOptions
+from lwm.model_options import world_model as get_world_model
 from lwm.registry import get, is_builtin, names, registered
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
@@ -60,8 +60,8 @@ def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel 
              render_mode: str | None = None) -> gym.Env:
     """A simulated ``domain``: ``model`` (a spec) or a ready ``world_model`` plays the environment."""
     if world_model is None:
-        world_model = ModelOptions(model, base_url=base_url, api_key=api_key, temperature=temperature,
-                                   max_tokens=max_tokens).world_model()
+        world_model = get_world_model(model, base_url=base_url, api_key=api_key, temperature=temperature,
+                                      max_tokens=max_tokens)
     if isinstance(context, dict):
         context = Context.model_validate(context)
     return wrap(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns, control)
@@ -94,9 +94,9 @@ class SimVectorEnv(SyncVectorEnv):
     def __init__(self, domain: str, num_envs: int = 1, model: str = DEFAULT_SPEC, *,
                  world_model: WorldModel | None = None, max_tokens: int = 512, temperature: float = 0.0,
                  base_url: str | None = None, api_key: str | None = None, **options: Any):
-        self.world_model = world_model or ModelOptions(
-            model, base_url=base_url, api_key=api_key, temperature=temperature,
-            max_tokens=max_tokens).world_model(concurrency=num_envs)
+        self.world_model = world_model or get_world_model(model, base_url=base_url, api_key=api_key,
+                                                          temperature=temperature, max_tokens=max_tokens,
+                                                          concurrency=num_envs)
         fns: Sequence[Callable[[], gym.Env]] = [
             lambda: _Prefetched(make_sim(domain, world_model=self.world_model, **options)) for _ in range(num_envs)]
         super().__init__(fns)

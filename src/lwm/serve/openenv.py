@@ -91,7 +91,7 @@ class LwmEnvironment(Environment[LwmAction, LwmObservation, LwmState]):
 
     def get_metadata(self) -> EnvironmentMetadata:
         config = self.session.config
-        what = "the real environment" if config.real else f"simulated by {config.model}"
+        what = "the real environment" if config.real else f"simulated by {config.spec}"
         return EnvironmentMetadata(name=f"lwm-{config.domain}", version="0.1.0",
                                    description=f"lwm {config.domain} environment, {what}")
 

@@ -24,11 +24,10 @@ import gymnasium as gym
 from lwm.agent.loop import system_prompt
 from lwm.agent.task_env import close_env, make_task_env, recorder
 from lwm.agent.tasks import Task, get_task
-from lwm.backends import DEFAULT_SPEC
 from lwm.envs import RecordTrajectory, SimEnv
 from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
-from lwm.model_options import ModelOptions
+from lwm.model_options import ModelOptions, world_model
 from lwm.registry import get
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
@@ -40,8 +39,9 @@ class ServeConfig:
     (``"real"``), or — for the MCP mirror — recorded answers (``"replay"``, ``"cache-real-sim"``)."""
 
     domain: str
-    model: str | None = DEFAULT_SPEC
-    """The world model's spec; None for no world model (real, or a replay with no fall-through)."""
+    model: ModelOptions | None = field(default_factory=ModelOptions)
+    """The world model (a spec string is taken as ``ModelOptions(spec)``); None for no world model (real, or a
+    replay with no fall-through). A served lwm-mini is asked as ``lwm simulate`` asks it."""
     mode: str = "sim"
     env_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options of the real environment (as ``lwm collect --env-option``)."""
@@ -49,34 +49,27 @@ class ServeConfig:
     """Where served episodes are recorded (a trajectory store folder); None records nothing."""
     max_turns: int | None = 50
     """Steps after which an episode is truncated (a bound on one session's history)."""
-    max_tokens: int = 512
-    temperature: float = 0.0
-    base_url: str | None = None
-    api_key: str | None = None
     control: ControlSpec | None = None
     """Perturbations around every step and a world bible (``lwm.envs.control``)."""
-    guard: bool = False
-    """The consistency guard on every simulated answer (``lwm.guard``)."""
-    edits: bool | None = None
-    retrieve: list[Path] | None = None
-    no_retrieve: bool = False
-    examples: int = 2
-    examples_when: str | None = None
-    """How lwm's own models are asked (``ModelOptions``'s fields of the same names): a served lwm-mini is asked
-    as ``lwm simulate`` asks it."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, str):
+            object.__setattr__(self, "model", ModelOptions(self.model))  # frozen: set once, here
 
     @property
     def real(self) -> bool:
         return self.mode == "real"
 
+    @property
+    def spec(self) -> str | None:
+        """The world model's spec, for what a server says of itself."""
+        return None if self.model is None else str(self.model.model)
+
     def world_model(self) -> WorldModel | None:
         """The world model every session of this server shares (None when nothing is simulated)."""
         if self.real or self.model is None:
             return None
-        return ModelOptions(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
-                            max_tokens=self.max_tokens, guard=self.guard, edits=self.edits, retrieve=self.retrieve,
-                            no_retrieve=self.no_retrieve, examples=self.examples,
-                            examples_when=self.examples_when).world_model()
+        return world_model(self.model)
 
 
 @dataclass
