@@ -119,10 +119,10 @@ class Counting:
 
 
 def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
-    from lwm.agent.loop import run_episodes
-    from lwm.agent.policy import LocalPolicy
-    from lwm.agent.task_env import sim_world_model
-    from lwm.agent.tasks import tasks
+    from lwm.rollout.loop import run_episodes
+    from lwm.rollout.policies import LocalPolicy
+    from lwm.rollout.task_env import sim_world_model
+    from lwm.rollout.tasks import tasks
 
     chosen = tasks("search", "train")
     chosen = (chosen * (size["eval_episodes"] // len(chosen) + 1))[: size["eval_episodes"]]

@@ -18,9 +18,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from lwm.agent.loop import run_episodes
 from lwm.agent.policy import make_policy
-from lwm.agent.tasks import tasks
+from lwm.rollout.loop import run_episodes
+from lwm.rollout.tasks import tasks
 from lwm.worldmodel import WorldModel
 
 

@@ -24,9 +24,10 @@ from rich.table import Table
 
 from lwm.envs.sim import SimEnv
 from lwm.model_options import ModelOptions
+from lwm.rollout.tasks import tools_path
 from lwm.types import Context
 
-MEMORY_TOOLS = json.loads((Path(__file__).parents[1] / "src/lwm/agent/suites/mcp-tools-v1.json").read_text())["memory"]
+MEMORY_TOOLS = json.loads(tools_path("mcp").read_text())["memory"]
 
 
 def _keys(command: str) -> str:

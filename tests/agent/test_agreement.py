@@ -3,8 +3,8 @@
 import pytest
 
 from lwm.agent.agreement import agreement
-from lwm.agent.tasks import get_task
 from lwm.backends import MockBackend
+from lwm.rollout.tasks import get_task
 from lwm.worldmodel import WorldModel
 from tests.envs.real.conftest import needs_sandbox
 

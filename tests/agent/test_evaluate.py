@@ -3,7 +3,7 @@
 import pytest
 
 from lwm.agent.evaluate import compare_runs, eval_tasks
-from lwm.agent.tasks import tasks
+from lwm.rollout.tasks import tasks
 from lwm.runfolder import SettingsChanged
 
 

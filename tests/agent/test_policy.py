@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from lwm.agent.checks import check, final_answer
-from lwm.agent.loop import Episode
-from lwm.agent.policy import ExpertPolicy, ModelPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies, make_policy
-from lwm.agent.tasks import get_task, tasks
+from lwm.agent.policy import ExpertPolicy, ReaderPolicy, expert_replies, make_policy
+from lwm.rollout.checks import check, final_answer
+from lwm.rollout.loop import Episode
+from lwm.rollout.policies import ModelPolicy, ScriptedPolicy, call
+from lwm.rollout.tasks import get_task, tasks
 
 
 def test_scripted_replies_follow_each_conversations_turn():

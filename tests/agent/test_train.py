@@ -79,9 +79,9 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
 
     from transformers import AutoTokenizer
 
-    from lwm.agent.tasks import tasks
     from lwm.agent.train import AgentRLConfig, make_rollout, vllm_defaults
     from lwm.model_options import world_model
+    from lwm.rollout.tasks import tasks
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     reply = tokenizer('{"name": "final_answer", "arguments": {"answer": "x"}}', add_special_tokens=False)["input_ids"]

@@ -2,10 +2,10 @@
 
 from typer.testing import CliRunner
 
-from lwm.agent.loop import Episode, parse_reply, system_prompt
 from lwm.cli import app
 from lwm.collect.agent import AgentPolicy
 from lwm.data import read_trajectories
+from lwm.rollout.loop import Episode, parse_reply, system_prompt
 from lwm.testing.openai_server import ScriptedServer
 from lwm.types import Context
 from tests.envs.real.conftest import needs_sandbox, needs_tmux

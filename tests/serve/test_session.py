@@ -43,7 +43,7 @@ def test_an_episode_is_truncated_at_max_turns_and_must_be_reset():
 
 
 def test_a_bad_reset_leaves_the_episode_in_progress_going():
-    from lwm.agent.tasks import UnknownTaskError
+    from lwm.rollout.tasks import UnknownTaskError
 
     session = Session(ServeConfig(domain="terminal", model="mock"), None, "test")
     session.world_model = ServeConfig(domain="terminal", model="mock").world_model()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("openenv.core")
-from lwm.agent.tasks import get_task  # noqa: E402
+from lwm.rollout.tasks import get_task  # noqa: E402
 from lwm.serve.openenv import openenv_app  # noqa: E402
 from lwm.serve.session import ServeConfig  # noqa: E402
 from lwm.testing.asgi import ThreadedServer  # noqa: E402

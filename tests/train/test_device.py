@@ -75,7 +75,7 @@ class OnAnotherDevice:
 def test_a_policys_model_goes_to_the_best_device_and_its_inputs_follow_it(tiny_model_dir):
     import torch
 
-    from lwm.agent.policy import LocalPolicy
+    from lwm.rollout.policies import LocalPolicy
 
     policy = LocalPolicy.load(str(tiny_model_dir), max_new_tokens=3)
     assert policy.model.device.type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lwm.agent.loop import run_episodes, simulated_reward
-from lwm.agent.policy import ExpertPolicy, ScriptedPolicy, call
-from lwm.agent.tasks import Task
+from lwm.agent.policy import ExpertPolicy
 from lwm.data.store import TrajectoryStore
+from lwm.rollout.loop import run_episodes, simulated_reward
+from lwm.rollout.policies import ScriptedPolicy, call
+from lwm.rollout.tasks import Task
 from lwm.worldmodel import WorldModel
 
 

@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lwm.agent.loop import Episode, run_episodes
 from lwm.agent.policy import make_policy
-from lwm.agent.task_env import WORLD_MODEL_TOKENS
-from lwm.agent.tasks import Task
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.jsonl import JsonlFile
 from lwm.data.store import TrajectoryStore
 from lwm.envs.control import ControlSpec
 from lwm.model_options import world_model as get_world_model
+from lwm.rollout.loop import Episode, run_episodes
+from lwm.rollout.task_env import WORLD_MODEL_TOKENS
+from lwm.rollout.tasks import Task
 from lwm.runfolder import digest, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
 

@@ -23,10 +23,10 @@ import random
 import re
 from collections.abc import Callable
 
-from lwm.agent.table import to_markdown
-from lwm.agent.tasks import Check, Task
 from lwm.envs.real.search import DEFAULT_SOURCES, SearchIndex, corpus_index
 from lwm.envs.real.search_corpus import markdown
+from lwm.rollout.table import to_markdown
+from lwm.rollout.tasks import Check, Task
 from lwm.types import Context
 
 FAMILIES = {"syscall": 150, "pymodule": 150, "signal": 40, "syscall-lookup": 150, "pymodule-lookup": 150}

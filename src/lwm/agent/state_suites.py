@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from lwm.agent.tasks import Check, Task
+from lwm.rollout.tasks import Check, Task
 from lwm.types import Context
 
 WORK = "/home/user/work"

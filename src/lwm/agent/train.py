@@ -2,7 +2,7 @@
 
 The packaged policy (SmolLM2-135M-Instruct) has a chat template that cannot carry tool calls, so TRL's
 ``environment_factory`` (which needs one) is not usable with it; TRL's ``rollout_func`` is, and it runs
-``lwm.agent.loop.run_episodes`` — the same loop ``lwm agent run`` uses — with the model being trained as
+``lwm.rollout.loop.run_episodes`` — the same loop ``lwm agent run`` uses — with the model being trained as
 the policy (one batched ``generate`` per step for every episode of the batch). Each episode becomes one
 completion: the policy's replies (trained on, ``env_mask`` 1) with the environment's observations between
 them (context only, ``env_mask`` 0); its reward is the task's checker. No hand-written GRPO: the advantage,
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lwm.agent.loop import Episode, run_episodes
-from lwm.agent.policy import LocalPolicy, VLLMPolicy
-from lwm.agent.task_env import WORLD_MODEL_TOKENS
-from lwm.agent.tasks import Task, tasks
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
 from lwm.model_options import world_model as get_world_model
+from lwm.rollout.loop import Episode, run_episodes
+from lwm.rollout.policies import LocalPolicy, VLLMPolicy
+from lwm.rollout.task_env import WORLD_MODEL_TOKENS
+from lwm.rollout.tasks import Task, tasks
 from lwm.train.common import load_model, lora_config, train_and_save
 from lwm.train.config import StageConfig
 

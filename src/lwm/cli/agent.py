@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm.agent.evaluate import EvalRow, compare_runs, eval_tasks, run_tasks
-from lwm.agent.task_env import WORLD_MODEL_TOKENS
-from lwm.agent.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
 from lwm.data.jsonl import JsonlFile
+from lwm.rollout.task_env import WORLD_MODEL_TOKENS
+from lwm.rollout.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
 from lwm.runfolder import SettingsChanged
 from lwm.stats import standard_error
 

@@ -1,4 +1,4 @@
-"""Collection policies as agent-loop policies (``lwm.agent.loop.Policy``), so ``lwm collect`` runs its episodes
+"""Collection policies as agent-loop policies (``lwm.rollout.loop.Policy``), so ``lwm collect`` runs its episodes
 through the same loop as ``lwm agent``:
 
 - ``ExplorerPolicy``: a domain's heuristic explorer (one per episode, seeded by it) acting on each latest
@@ -14,10 +14,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from lwm.agent.loop import Episode, action_reply, parse_reply
-from lwm.agent.policy import ModelPolicy, make_policy
 from lwm.domains import ActionError
 from lwm.registry import get
+from lwm.rollout.loop import Episode, action_reply, parse_reply
+from lwm.rollout.policies import ModelPolicy, model_policy
 
 
 class ExplorerPolicy:
@@ -43,7 +43,7 @@ class AgentPolicy:
     def __init__(self, domain: str, model: str, *, history: int = 4, temperature: float = 0.7,
                  max_tokens: int = 512, mistake_rate: float = 0.0, **backend_options: Any):
         self.domain = domain
-        self.model = make_policy(model, max_tokens=max_tokens, temperature=temperature, seed=None, **backend_options)
+        self.model = model_policy(model, max_tokens=max_tokens, temperature=temperature, seed=None, **backend_options)
         self.name = f"llm-agent:{self.model.name}"
         self.history_size = history
         self.fallback = ExplorerPolicy(get("explorer", domain), mistake_rate)

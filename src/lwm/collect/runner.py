@@ -76,10 +76,10 @@ def episode_policy(spec: EpisodeSpec) -> Any:
 
 
 def run_episode(spec: EpisodeSpec) -> EpisodeResult:
-    """One episode through the agent loop (``lwm.agent.loop.play``): a fresh real environment, a policy, at
+    """One episode through the agent loop (``lwm.rollout.loop.play``): a fresh real environment, a policy, at
     most ``max_steps`` steps, recorded into the collection. Any failure (building the env or the policy
     included) ends this episode with an error, never the collection; a failed episode is not stored."""
-    from lwm.agent.loop import Episode, play
+    from lwm.rollout.loop import Episode, play
 
     started = time.monotonic()
     try:

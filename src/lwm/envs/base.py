@@ -128,7 +128,7 @@ class TextEnv(gym.Env[str, str]):
                                                      "metadata": {**observation.metadata, "seconds": seconds}})
         self.trajectory = self.trajectory.extended(parsed, observation)
         self._last = observation.content
-        return observation.content, 0.0, False, False, info  # a task's reward: lwm.agent.task_env.TaskEnv
+        return observation.content, 0.0, False, False, info  # a task's reward: lwm.rollout.task_env.TaskEnv
 
     def _transition(self, action: Action) -> Observation:
         if not self.errors_as_observations:

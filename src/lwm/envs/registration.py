@@ -134,5 +134,5 @@ def register_envs() -> None:
                      vector_entry_point=SimVectorEnv, disable_env_checker=False)
         if has_real_env(domain):
             gym.register(f"lwm/{name}-real-v0", entry_point=make_real, kwargs={"domain": domain})
-    if "lwm/Task-v0" not in gym.registry:  # a suite's task, its checker the reward (lwm.agent.task_env)
-        gym.register("lwm/Task-v0", entry_point="lwm.agent.task_env:make_task_env")
+    if "lwm/Task-v0" not in gym.registry:  # a suite's task, its checker the reward (lwm.rollout.task_env)
+        gym.register("lwm/Task-v0", entry_point="lwm.rollout.task_env:make_task_env")

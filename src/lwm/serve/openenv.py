@@ -32,7 +32,7 @@ from openenv.core.env_server import (
 from openenv.core.env_server.types import EnvironmentMetadata, WSErrorCode, WSErrorResponse
 from pydantic import Field
 
-from lwm.agent.tasks import UnknownTaskError
+from lwm.rollout.tasks import UnknownTaskError
 from lwm.serve.auth import refuse
 from lwm.serve.session import ServeConfig, Session, StepResult
 from lwm.types import JSONValue

@@ -21,14 +21,14 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.loop import system_prompt
-from lwm.agent.task_env import close_env, make_task_env, recorder
-from lwm.agent.tasks import Task, get_task
 from lwm.envs import RecordTrajectory, SimEnv
 from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
 from lwm.model_options import ModelOptions, world_model
 from lwm.registry import get
+from lwm.rollout.loop import system_prompt
+from lwm.rollout.task_env import close_env, make_task_env, recorder
+from lwm.rollout.tasks import Task, get_task
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 

@@ -1,5 +1,5 @@
 """A task's checker: the one place where an answer and an episode become a reward, for the agent loop, a served
-task session and ``lwm.agent.task_env.TaskEnv`` (a Gymnasium wrapper, so a plain ``step`` loop gets it too).
+task session and ``lwm.rollout.task_env.TaskEnv`` (a Gymnasium wrapper, so a plain ``step`` loop gets it too).
 
 - ``table``: item-level F1 of the answer table against the gold rows.
 - ``observed``: the same F1 against the row the agent was shown (the first match of the task's pattern in its
@@ -17,8 +17,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.agent.table import item_f1
-from lwm.agent.tasks import Task
+from lwm.rollout.table import item_f1
+from lwm.rollout.tasks import Task
 
 FINAL = "final_answer"
 

@@ -25,15 +25,15 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
-from lwm.agent.checks import FINAL, check, final_answer
-from lwm.agent.task_env import EnvKind, close_env, make_task_env, recorder
-from lwm.agent.tasks import Task
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
 from lwm.domains import ActionError, get_domain
 from lwm.domains.base import render_tools
 from lwm.envs import SimEnv
 from lwm.envs.control import ControlSpec
+from lwm.rollout.checks import FINAL, check, final_answer
+from lwm.rollout.task_env import EnvKind, close_env, make_task_env, recorder
+from lwm.rollout.tasks import Task
 from lwm.types import Action, Context
 from lwm.worldmodel import WorldModel
 

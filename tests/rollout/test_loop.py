@@ -6,16 +6,17 @@ import random
 import pytest
 from typer.testing import CliRunner
 
-from lwm.agent import task_env
-from lwm.agent.loop import run_episodes
-from lwm.agent.policy import ExpertPolicy, ReaderPolicy, ScriptedPolicy, call, expert_replies
+from lwm.agent.policy import ExpertPolicy, ReaderPolicy, expert_replies
 from lwm.agent.search_suite import base_family, pymodules, signals, syscalls
-from lwm.agent.tasks import get_task, tasks
 from lwm.backends import MockBackend
 from lwm.cli import app
 from lwm.data import TrajectoryStore
 from lwm.envs.real.search import DEFAULT_SOURCES, corpus_index
 from lwm.model_options import world_model
+from lwm.rollout import task_env
+from lwm.rollout.loop import run_episodes
+from lwm.rollout.policies import ScriptedPolicy, call
+from lwm.rollout.tasks import get_task, tasks
 from lwm.testing.openai_server import ScriptedServer
 from lwm.worldmodel import WorldModel
 from tests.envs.real.conftest import needs_sandbox, needs_tmux
@@ -221,7 +222,7 @@ def test_unknown_task_and_bad_env_are_one_line_errors():
 
 
 def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_recorded_episode(tmp_path):
-    from lwm.agent.loop import simulated_reward
+    from lwm.rollout.loop import simulated_reward
 
     task = get_task("terminal/count-lines-0000")
     store = TrajectoryStore(tmp_path)

@@ -13,8 +13,6 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from lwm.agent.checks import check, final_answer
-from lwm.agent.tasks import Task, get_task, task_context
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.store import TrajectoryStore
 from lwm.envs import RecordTrajectory, SimEnv, TextEnv
@@ -22,12 +20,14 @@ from lwm.envs.control import Control, ControlSpec
 from lwm.envs.registration import wrap
 from lwm.model_options import world_model as get_world_model
 from lwm.registry import get
+from lwm.rollout.checks import check, final_answer
+from lwm.rollout.tasks import Task, get_task, task_context
 from lwm.worldmodel import WorldModel
 
 EnvKind = Literal["sim", "real"]
 WORLD_MODEL_TOKENS = 512
 """Most tokens the world model writes per simulated observation: the agent loop's policy reads only the first or
-last ``lwm.agent.loop.OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time nobody reads."""
+last ``lwm.rollout.loop.OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time nobody reads."""
 
 
 def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,

@@ -1,9 +1,9 @@
-"""The one checker (lwm.agent.checks): final answers, observed cells, and the three kinds of check."""
+"""The one checker (lwm.rollout.checks): final answers, observed cells, and the three kinds of check."""
 
-from lwm.agent.checks import check, final_answer, observed_cells
-from lwm.agent.task_env import make_env
-from lwm.agent.tasks import get_task
 from lwm.backends import MockBackend
+from lwm.rollout.checks import check, final_answer, observed_cells
+from lwm.rollout.task_env import make_env
+from lwm.rollout.tasks import get_task
 from lwm.worldmodel import WorldModel
 
 

@@ -1,10 +1,10 @@
-"""Task suites (lwm.agent.tasks): lookups by id, the context a task's environment starts from, damaged suites
+"""Task suites (lwm.rollout.tasks): lookups by id, the context a task's environment starts from, damaged suites
 named."""
 
 import pytest
 
-from lwm.agent import tasks as suites
-from lwm.agent.tasks import UnknownTaskError, get_task, task_context, tasks
+from lwm.rollout import tasks as suites
+from lwm.rollout.tasks import UnknownTaskError, get_task, task_context, tasks
 
 
 def test_a_task_is_found_by_id_and_an_unknown_one_says_how_ids_look():

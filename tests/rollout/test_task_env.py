@@ -10,12 +10,12 @@ import gymnasium as gym
 import pytest
 
 import lwm  # noqa: F401 - registers the ids
-from lwm.agent.checks import check, final_answer
-from lwm.agent.loop import run_episodes
 from lwm.agent.policy import ExpertPolicy, expert_replies
-from lwm.agent.tasks import get_task, tasks
 from lwm.backends import MockBackend
 from lwm.data import TrajectoryStore
+from lwm.rollout.checks import check, final_answer
+from lwm.rollout.loop import run_episodes
+from lwm.rollout.tasks import get_task, tasks
 from lwm.worldmodel import WorldModel
 from tests.envs.real.conftest import needs_sandbox, needs_tmux
 

@@ -4,7 +4,7 @@ A task says what the agent must do (``instruction``), what the environment start
 ``env_options``, ``files`` written into a terminal's home), and how success is checked (``check``):
 
 - ``table``: the agent's final answer is a table, scored by WideSearch's item-level F1 against
-  ``gold`` (``lwm.agent.table``). The same in the simulator and in the real environment.
+  ``gold`` (``lwm.rollout.table``). The same in the simulator and in the real environment.
 - ``state``: after the episode, ``action`` is run in the same environment (the real sandbox or server,
   or the world model playing it: a simulated checker call) and its observation must contain every
   ``expect`` string and none of ``absent``; the reward is the share of those conditions met.
@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from lwm.data.jsonl import JsonlFile
 from lwm.types import Context, JSONValue
 
-SUITES = Path(str(files("lwm.agent") / "suites"))
+SUITES = Path(str(files("lwm.rollout") / "suites"))
 DOMAINS = ("search", "mcp", "terminal")
 Split = Literal["train", "heldout"]
 

@@ -1,8 +1,8 @@
-"""WideSearch item-level F1 of an answer table (lwm.agent.table)."""
+"""WideSearch item-level F1 of an answer table (lwm.rollout.table)."""
 
 import pytest
 
-from lwm.agent.table import item_f1, normalize, parse_table
+from lwm.rollout.table import item_f1, normalize, parse_table
 
 GOLD = [{"Call": "read", "Summary": "read from a file descriptor"},
         {"Call": "dup", "Summary": "duplicate a file descriptor"}]
