@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.data.store import TrajectoryStore
-from lwm.envs.registration import wrap
+from lwm.envs.registration import open_env
 from lwm.registry import get
 from lwm.runfolder import pin
 
@@ -87,8 +87,8 @@ def run_episode(spec: EpisodeSpec) -> EpisodeResult:
         store = TrajectoryStore(spec.out)
         provenance = {"explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
                       **({"source": policy.source} if getattr(policy, "source", None) else {})}
-        env = wrap(get("env", spec.domain)(**spec.env_options), store, spec.max_steps, trajectory_id=spec.id,
-                   provenance=provenance)
+        env = open_env(spec.domain, env_options=spec.env_options, store=store, max_turns=spec.max_steps,
+                       trajectory_id=spec.id, provenance=provenance)
         (episode,) = play([Episode(None, domain=spec.domain, seed=spec.episode_seed)], policy, lambda _: env,
                           max_steps=spec.max_steps, workers=1)  # play closes the environment
         store.close()

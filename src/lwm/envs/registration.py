@@ -53,6 +53,25 @@ def wrap(env: gym.Env, store: str | Path | TrajectoryStore | None = None, max_tu
     return env
 
 
+def open_env(domain: str, world_model: WorldModel | None = None, *, context: Context | dict[str, Any] | None = None,
+             env_options: dict[str, Any] | None = None, render_mode: str | None = None,
+             store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
+             control: Control | ControlSpec | str | Path | None = None, record: bool = False,
+             provenance: dict[str, Any] | None = None, trajectory_id: str | None = None) -> gym.Env:
+    """The one way an lwm environment is made: ``domain`` simulated by ``world_model``, or with none the real one
+    (``env_options`` as ``lwm collect --env-option``), starting from ``context``, inside ``wrap`` (control,
+    turn limit, recording). The gym ids, served sessions, task episodes and collection all open theirs here."""
+    if isinstance(context, dict):
+        context = Context.model_validate(context)
+    if world_model is not None:
+        env: gym.Env = SimEnv(world_model, domain, context, render_mode=render_mode)
+    else:
+        options = {**(env_options or {}), **({"context": context} if context is not None else {}),
+                   **({"render_mode": render_mode} if render_mode is not None else {})}
+        env = get("env", domain)(**options)
+    return wrap(env, store, max_turns, control, record=record, provenance=provenance, trajectory_id=trajectory_id)
+
+
 def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel | None = None,
              context: Context | dict[str, Any] | None = None, store: str | Path | None = None,
              max_turns: int | None = None, control: ControlSpec | str | Path | None = None, max_tokens: int = 512,
@@ -62,15 +81,14 @@ def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel 
     if world_model is None:
         world_model = get_world_model(model, base_url=base_url, api_key=api_key, temperature=temperature,
                                       max_tokens=max_tokens)
-    if isinstance(context, dict):
-        context = Context.model_validate(context)
-    return wrap(SimEnv(world_model, domain, context, render_mode=render_mode), store, max_turns, control)
+    return open_env(domain, world_model, context=context, render_mode=render_mode, store=store,
+                    max_turns=max_turns, control=control)
 
 
 def make_real(domain: str, *, store: str | Path | None = None, max_turns: int | None = None,
               control: ControlSpec | str | Path | None = None, **options: Any) -> gym.Env:
     """The real ``domain`` (sandboxed where it runs programs); ``options`` as ``lwm collect --env-option``."""
-    return wrap(get("env", domain)(**options), store, max_turns, control)
+    return open_env(domain, env_options=options, store=store, max_turns=max_turns, control=control)
 
 
 class _Prefetched(gym.Wrapper):

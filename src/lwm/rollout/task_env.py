@@ -15,11 +15,10 @@ import gymnasium as gym
 
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.store import TrajectoryStore
-from lwm.envs import RecordTrajectory, SimEnv, TextEnv
+from lwm.envs import RecordTrajectory, TextEnv
 from lwm.envs.control import Control, ControlSpec
-from lwm.envs.registration import wrap
+from lwm.envs.registration import open_env, wrap
 from lwm.model_options import world_model as get_world_model
-from lwm.registry import get
 from lwm.rollout.checks import check, final_answer
 from lwm.rollout.tasks import Task, get_task, task_context
 from lwm.worldmodel import WorldModel
@@ -39,7 +38,7 @@ def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,
     if env == "sim":
         if world_model is None:
             raise ValueError("--env sim needs a world model")
-        return SimEnv(world_model, task.domain, context, render_mode=render_mode)
+        return open_env(task.domain, world_model, context=context, render_mode=render_mode)
     options = dict(task.env_options)
     if task.domain == "terminal":
         home = Path(tempfile.mkdtemp(prefix="lwm-task-"))
@@ -47,7 +46,7 @@ def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             (home / name).write_text(text)
         options["workdir"] = home
-    real = get("env", task.domain)(context=task.context, render_mode=render_mode, **options)
+    real = open_env(task.domain, context=task.context, env_options=options, render_mode=render_mode)
     real._task_home = options.get("workdir")  # removed with the episode (close_env)
     return real
 

@@ -21,11 +21,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from lwm.envs import RecordTrajectory, SimEnv
+from lwm.envs import RecordTrajectory
 from lwm.envs.control import Control, ControlSpec
-from lwm.envs.registration import wrap
+from lwm.envs.registration import open_env, wrap
 from lwm.model_options import ModelOptions, world_model
-from lwm.registry import get
 from lwm.rollout.loop import system_prompt
 from lwm.rollout.task_env import close_env, make_task_env, recorder
 from lwm.rollout.tasks import Task, get_task
@@ -104,18 +103,18 @@ class Session:
         """One run of the control spec across the session's episodes: each reset without a seed is the next
         episode, with perturbations of its own (a new one per episode would replay the first's)."""
 
-    def _make(self, context: Context | None) -> gym.Env:
+    def _open(self, context: Context | None, provenance: dict[str, Any]) -> gym.Env:
+        """The episode's environment (the face's own, the world model's or the real one), wrapped and recorded."""
+        wrapping: dict[str, Any] = {"store": self.config.store, "max_turns": self.config.max_turns,
+                                    "control": self.control, "record": True, "provenance": provenance}
         if self.make is not None:
-            return self.make(context)
-        if not self.config.real:
-            if self.world_model is None:
-                raise ValueError(f"mode {self.config.mode} simulates the {self.config.domain} domain: it needs a world "
-                                 "model")
-            return SimEnv(self.world_model, self.config.domain, context)
-        env = get("env", self.config.domain)(**self.config.env_options)
-        if context is not None:
-            env.context = context
-        return env
+            return wrap(self.make(context), **wrapping)
+        if not self.config.real and self.world_model is None:
+            raise ValueError(f"mode {self.config.mode} simulates the {self.config.domain} domain: it needs a world "
+                             "model")
+        if self.config.real:
+            return open_env(self.config.domain, context=context, env_options=self.config.env_options, **wrapping)
+        return open_env(self.config.domain, self.world_model, context=context, **wrapping)
 
     def reset(self, seed: int | None = None, task: str | None = None,
               context: Context | dict[str, Any] | None = None) -> StepResult:
@@ -139,8 +138,7 @@ class Session:
                                          store=self.config.store, max_turns=self.config.max_turns, control=self.control,
                                          record=True, provenance=provenance)
         else:
-            self.stepper = wrap(self._make(context), self.config.store, self.config.max_turns, self.control,
-                                record=True, provenance=provenance)
+            self.stepper = self._open(context, provenance)
         self.env = recorder(self.stepper)
         observation, info = self.stepper.reset(seed=seed)
         self.steps, self.done = 0, False
