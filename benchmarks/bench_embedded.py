@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm.backends import GenerateConfig
-from lwm.bench.data import load_samples
 from lwm.bench.run import infer, predictions
+from lwm.bench.samples import load_samples
 from lwm.worldmodel import WorldModel
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"

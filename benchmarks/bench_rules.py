@@ -14,8 +14,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from lwm.bench.data import load_samples
 from lwm.bench.rules import clear_caches, rule_scores
+from lwm.bench.samples import load_samples
 from lwm.conversation import history_parts
 from lwm.parsing import remove_marker
 

@@ -29,8 +29,8 @@ from rich.table import Table
 from serve_throughput import free_port, start  # the sibling script: one way to start an lwm server process
 
 from lwm.backends import GenerateConfig
-from lwm.bench.data import BenchSample, load_samples
 from lwm.bench.run import infer, predictions
+from lwm.bench.samples import BenchSample, load_samples
 from lwm.parsing import parse_answer
 from lwm.testing.openai_server import ScriptedServer
 from lwm.worldmodel import WorldModel

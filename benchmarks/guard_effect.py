@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lwm.backends import GenerateConfig
-from lwm.bench.data import BenchSample, load_samples, spread
+from lwm.bench.samples import BenchSample, load_samples, spread
 from lwm.bench.scorer import RuleScorer
 from lwm.bench.summary import normalize
 from lwm.cache import GenerationCache

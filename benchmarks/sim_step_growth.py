@@ -27,7 +27,7 @@ from rich.table import Table
 
 from lwm.backends import GenerateConfig
 from lwm.backends.embedded import EmbeddedBackend
-from lwm.bench.data import BenchSample, load_samples
+from lwm.bench.samples import BenchSample, load_samples
 from lwm.worldmodel import WorldModel
 
 DATA = Path(__file__).parents[1] / "data" / "bench-sample"

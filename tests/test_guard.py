@@ -76,7 +76,7 @@ def test_real_observations_never_contradict_their_own_history():
     """No false alarms: on every later turn of the sample bench, the real answer agrees with its ledger."""
     from pathlib import Path
 
-    from lwm.bench.data import load_samples
+    from lwm.bench.samples import load_samples
 
     samples = [s for s in load_samples(Path(__file__).parents[1] / "data" / "bench-sample") if s.turn_idx >= 2]
     ledgers = [(s, Ledger.from_pairs(s.history)) for s in samples]

@@ -3,7 +3,7 @@
 import pytest
 
 from lwm.backends import MockBackend
-from lwm.bench.data import export_trajectories
+from lwm.bench.samples import export_trajectories
 from lwm.parsing import strip_marker
 from lwm.retrieval import TransitionIndex, action_text, tool_name, transitions
 from lwm.types import Action, Observation, Provenance, Trajectory

@@ -91,7 +91,7 @@ def test_oldest_turns_are_dropped_to_fit_and_the_prompt_says_so():
 
 def test_a_benchmark_sample_is_fitted_and_sent_like_the_session_it_came_from():
     """A bench sample carries its session already laid out; complete() fits it the same way predict() does."""
-    from lwm.bench.data import export_trajectories
+    from lwm.bench.samples import export_trajectories
 
     backend = MockBackend(context_window=1200)
     wm = WorldModel(backend, cache=False, compact=False, config=GenerateConfig(max_tokens=200))

@@ -215,7 +215,7 @@ def test_lwm_mini_runs_merged_into_its_base_and_agrees_with_the_run_time_adapter
     sessions it was trained for (the committed bench sample's terminal prompts: the first line of the answer)."""
     from pathlib import Path
 
-    from lwm.bench.data import load_samples
+    from lwm.bench.samples import load_samples
     from lwm.domains import get_domain
     from lwm.worldmodel import run_sync
 

@@ -112,7 +112,7 @@ def test_piped_bench_run_says_each_stage_once_and_a_resume_shows_no_empty_bars(t
 def test_the_committed_loso_set_is_read_compressed_32_per_domain():
     from collections import Counter
 
-    from lwm.bench.data import load_samples
+    from lwm.bench.samples import load_samples
 
     loso = load_samples(DATA.parent / "loso")
     assert Counter(s.domain for s in loso) == {d: 32 for d in ("mcp", "os", "search", "swe", "terminal", "web")}

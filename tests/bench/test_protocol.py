@@ -3,8 +3,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lwm.bench.data import BenchSample, load_samples
 from lwm.bench.protocol import ProtocolError, load_protocol
+from lwm.bench.samples import BenchSample, load_samples
 from lwm.cli import app
 from lwm.testing.openai_server import ScriptedServer
 from tests.bench.checkout import JUDGE_PROMPT, write_checkout

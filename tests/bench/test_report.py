@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lwm.bench.data import BenchSample, export_trajectories, write_samples
 from lwm.bench.report import SHOWN_CHARS, _label, bars_svg
 from lwm.bench.rules import DIMENSIONS
+from lwm.bench.samples import BenchSample, export_trajectories, write_samples
 from lwm.cli import app
 from lwm.envs.real.web import CHROMIUM, CHROMIUM_ARGS
 from tests.samples import trajectory

@@ -63,7 +63,7 @@ def test_a_history_given_turn_by_turn_scores_as_the_whole_text():
     """The judge passes a history as its turns (each read once per run); no score may change for it."""
     from pathlib import Path
 
-    from lwm.bench.data import load_samples
+    from lwm.bench.samples import load_samples
     from lwm.conversation import history_parts
 
     samples = load_samples(Path(__file__).parents[2] / "data" / "bench-sample")

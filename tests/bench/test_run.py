@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lwm.backends import GenerateConfig, MockBackend
-from lwm.bench.data import BenchSample, answer_budgets, export_trajectories, load_samples, write_samples
 from lwm.bench.run import JUDGED, PREDICTIONS, judgements, predictions, schedule
+from lwm.bench.samples import BenchSample, answer_budgets, export_trajectories, load_samples, write_samples
 from lwm.cli import app
 from lwm.testing.openai_server import ScriptedServer
 from tests.samples import trajectory
@@ -350,7 +350,7 @@ def test_bench_sends_each_domain_its_own_budget_and_pins_it(data, tmp_path):
 
 def test_spread_samples_reach_every_turn_depth_even_when_the_stride_matches_the_session_length():
     """8-turn sessions and a stride of 8 once picked turn 1 of every session."""
-    from lwm.bench.data import spread
+    from lwm.bench.samples import spread
 
     samples = [BenchSample(task="web", id=f"s{t}-t{k}", prompt=["a"] * 8, response=["b"] * 8, turn_idx=k)
                for t in range(40) for k in range(1, 9)]

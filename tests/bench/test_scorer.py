@@ -2,7 +2,7 @@
 
 import pytest
 
-from lwm.bench.data import BenchSample
+from lwm.bench.samples import BenchSample
 from lwm.bench.scorer import LLMJudge, RuleScorer, Scorer, load_scorer
 from lwm.registry import names
 from lwm.testing.openai_server import ScriptedServer

@@ -6,7 +6,7 @@ import pytest
 
 from lwm.collect.explorers.programs import PROGRAMS
 from lwm.collect.presets import PRESETS, SWE_SDISTS, plan_preset
-from lwm.collect.runner import EpisodeSpec, run_episode
+from lwm.collect.runner import EpisodeSpec, collect_episode
 from lwm.data import read_trajectories
 from lwm.data.sources import source_of
 from lwm.registry import get
@@ -48,7 +48,7 @@ def test_corpus_v2_plans_a_part_per_program_and_per_site(tmp_path):
 @needs_sandbox
 @needs_tmux
 def test_a_program_episode_records_its_program_as_the_source(tmp_path):
-    result = run_episode(EpisodeSpec("terminal", 0, 0, 4, str(tmp_path), {}, 0.0, "sqlite3",
+    result = collect_episode(EpisodeSpec("terminal", 0, 0, 4, str(tmp_path), {}, 0.0, "sqlite3",
                                      "explorer:terminal-sqlite3"))
     assert result.error is None and result.turns == 4
     [trajectory] = read_trajectories(tmp_path)
@@ -59,7 +59,7 @@ def test_a_program_episode_records_its_program_as_the_source(tmp_path):
 @needs_tmux
 @pytest.mark.parametrize(("program", "prompt"), [("lua", "Lua 5.4"), ("ruby", "=> "), ("units", "You have:")])
 def test_a_repl_opens_and_answers_in_the_real_terminal(tmp_path, program, prompt):
-    result = run_episode(EpisodeSpec("terminal", 0, 0, 3, str(tmp_path), {}, 0.0, program,
+    result = collect_episode(EpisodeSpec("terminal", 0, 0, 3, str(tmp_path), {}, 0.0, program,
                                      f"explorer:terminal-{program}"))
     assert result.error is None and result.turns == 3
     [trajectory] = read_trajectories(tmp_path)

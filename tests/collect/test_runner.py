@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from lwm.collect.runner import EpisodeSpec, plan, run, run_episode
+from lwm.collect.runner import EpisodeSpec, collect_episode, plan, run
 from tests.waiting import wait_for
 
 
 def test_an_env_that_cannot_be_built_ends_its_episode_not_the_collection(tmp_path):
     bad = EpisodeSpec("terminal", 0, 0, 2, str(tmp_path), env_options={"no_such_option": 1})
-    result = run_episode(bad)
+    result = collect_episode(bad)
     assert result.turns == 0 and result.error.startswith("TypeError") and "no_such_option" in result.error
     unknown_policy = EpisodeSpec("search", 1, 0, 2, str(tmp_path), policy="agent:nosuchbackend:x")
     results = run([bad, unknown_policy])

@@ -49,7 +49,7 @@ def test_rl_rows_carry_prompt_reference_and_history():
     rows = list(rl_rows([t]))
     assert rows[1]["prompt"][-1]["content"].startswith("### Turn 2") and rows[1]["prompt"][-1]["role"] == "user"
     assert rows[1]["reference"] == t.turns[1].observation.content
-    from lwm.bench.data import export_trajectories
+    from lwm.bench.samples import export_trajectories
 
     assert rows[1]["history"] == [list(pair) for pair in export_trajectories([t])[1].history]
 

@@ -10,7 +10,7 @@ from websockets.exceptions import InvalidStatus  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from lwm.cli import app  # noqa: E402
-from lwm.serve.auth import TokenGuard, UnsafeBind, check_bind  # noqa: E402
+from lwm.serve.auth import TokenCheck, UnsafeBind, check_bind  # noqa: E402
 from lwm.serve.openenv import openenv_app  # noqa: E402
 from lwm.serve.session import ServeConfig  # noqa: E402
 from lwm.testing.asgi import ThreadedServer  # noqa: E402
@@ -29,7 +29,7 @@ def test_a_non_loopback_bind_needs_a_token():
 
 
 def test_requests_without_the_token_are_rejected_and_with_it_served():
-    guarded = TokenGuard(openenv_app(ServeConfig(domain="terminal", model="mock")), TOKEN)
+    guarded = TokenCheck(openenv_app(ServeConfig(domain="terminal", model="mock")), TOKEN)
     with ThreadedServer(guarded) as server:
         assert httpx.get(f"{server.url}/health").status_code == 401
         assert httpx.get(f"{server.url}/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -53,11 +53,11 @@ def ws_handshake(port: int, host: str) -> str:
 
 def test_a_loopback_server_refuses_other_hosts_and_cross_origin_clients():
     """A web page the user opens can reach 127.0.0.1: a cross-origin WebSocket or a rebound Host is refused."""
-    from lwm.serve.auth import guard, is_loopback_name
+    from lwm.serve.auth import is_loopback_name, protect
 
     assert is_loopback_name("127.0.0.1:8000") and is_loopback_name("localhost") and is_loopback_name("[::1]:80")
     assert not is_loopback_name("evil.example:8000") and not is_loopback_name("127.0.0.1.evil.example")
-    with ThreadedServer(guard(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
+    with ThreadedServer(protect(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
         ws = server.url.replace("http", "ws") + "/ws"
         assert httpx.post(f"{server.url}/reset", json={}, headers={"Host": "evil.example"}).status_code == 421
         assert httpx.post(f"{server.url}/reset", json={},

@@ -97,9 +97,9 @@ def test_a_control_spec_perturbs_served_steps_and_is_recorded(tmp_path):
 def test_http_without_a_session_is_a_4xx_that_says_sessions_are_websocket_and_bodies_are_bounded():
     import httpx2 as httpx
 
-    from lwm.serve.auth import MAX_BODY, guard
+    from lwm.serve.auth import MAX_BODY, protect
 
-    with ThreadedServer(guard(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
+    with ThreadedServer(protect(openenv_app(ServeConfig(domain="terminal", model="mock")), "127.0.0.1", None)) as server:
         step = httpx.post(f"{server.url}/step", json={"action": LS})
         assert step.status_code == 409 and "WebSocket" in step.json()["detail"]
         big = httpx.post(f"{server.url}/reset", content=b" " * (MAX_BODY + 1),

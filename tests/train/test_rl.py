@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lwm.bench.data import export_trajectories
+from lwm.bench.samples import export_trajectories
 from lwm.bench.scorer import load_scorer
 from lwm.cli import app
 from lwm.data.build import build

@@ -14,8 +14,8 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
-from lwm.bench.data import BenchSample
 from lwm.bench.rows import sample_key
+from lwm.bench.samples import BenchSample
 from lwm.bench.scorer import RuleScorer
 from lwm.bench.summary import domain_of, normalize
 from lwm.parsing import published_output

@@ -16,8 +16,8 @@ import re
 from typing import Any
 
 from lwm.backends import Message
-from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
+from lwm.bench.samples import BenchSample
 from lwm.parsing import extract_tag, split_reasoning
 
 VERDICT_TAG = "final_evaluation"

@@ -25,13 +25,13 @@ from typing import Any, Protocol
 
 from lwm.backends import BackendError
 from lwm.bench.baseline import copy_last_totals, copy_retrieved_totals, skill_over
-from lwm.bench.data import BenchSample, answer_budgets, load_samples
 from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
 from lwm.bench.rows import Prediction
 from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judgements, pending_inference, pending_judging, predictions
 from lwm.bench.run import infer as run_infer
 from lwm.bench.run import judge as run_judge
+from lwm.bench.samples import BenchSample, answer_budgets, load_samples
 from lwm.bench.scorer import Scorer, load_scorer
 from lwm.bench.summary import aggregate
 from lwm.model_options import ModelOptions, world_model

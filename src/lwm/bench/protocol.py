@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.backends import Message
-from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
+from lwm.bench.samples import BenchSample
 from lwm.parsing import OBSERVATION_TAG, published_output, remove_marker
 
 CONFIGS_FILE = "eval/lwm_eval_utils/task_configs.py"

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lwm.bench.data import BenchSample
 from lwm.bench.rules import DIMENSIONS
+from lwm.bench.samples import BenchSample
 from lwm.bench.summary import domain_title, normalize
 from lwm.forms import answer_note
 from lwm.parsing import remove_marker

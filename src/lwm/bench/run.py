@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lwm.backends import BackendError
-from lwm.bench.data import BenchSample
 from lwm.bench.protocol import PublishedProtocol
 from lwm.bench.rows import RESULT_FIELDS, Judgement, Prediction, Verdict
+from lwm.bench.samples import BenchSample
 from lwm.bench.scorer import Scorer
 from lwm.conversation import ContextOverflowError
 from lwm.data.jsonl import JsonlFile

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from lwm.backends import Backend, BackendError, GenerateConfig, Message, load_backend
-from lwm.bench.data import BenchSample
 from lwm.bench.judge import VERDICT_TAG, judge_messages, parse_verdict
 from lwm.bench.protocol import PublishedProtocol
 from lwm.bench.rows import Verdict
 from lwm.bench.rules import rule_scores
+from lwm.bench.samples import BenchSample
 from lwm.conversation import Budget, ContextOverflowError, answer_room, history_parts
 from lwm.domains import domain_names
 from lwm.parsing import remove_marker

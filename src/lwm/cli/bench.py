@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lwm.bench import pipeline
-from lwm.bench.data import BenchSample, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.rows import Judgement
+from lwm.bench.samples import BenchSample, export_trajectories, load_samples, spread, write_samples
 from lwm.bench.summary import (
     compare_table,
     paired_differences,

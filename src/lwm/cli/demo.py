@@ -18,9 +18,9 @@ from rich.table import Table
 from lwm import __version__
 from lwm.backends import DEFAULT_SPEC
 from lwm.bench.baseline import copy_last_totals, skill_over
-from lwm.bench.data import export_trajectories
 from lwm.bench.report import write_report
 from lwm.bench.rules import DIMENSIONS
+from lwm.bench.samples import export_trajectories
 from lwm.bench.scorer import load_scorer
 from lwm.bench.summary import aggregate, score_table, skill_table
 from lwm.cli import options as o

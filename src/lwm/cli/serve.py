@@ -52,13 +52,13 @@ def _config(options: o.ModelOptions | None, control: Path | None, **fields: Any)
 def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    from lwm.serve.auth import guard
+    from lwm.serve.auth import protect
 
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default action that kills
     # the process before the caller's `finally` records the open sessions. As SystemExit, cleanup runs.
     previous = signal.signal(signal.SIGTERM, _exit)
     try:
-        uvicorn.run(guard(app, host, token), host=host, port=port, log_level="warning")
+        uvicorn.run(protect(app, host, token), host=host, port=port, log_level="warning")
     finally:
         signal.signal(signal.SIGTERM, previous)
 

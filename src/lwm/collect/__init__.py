@@ -1,5 +1,5 @@
 """Trajectory collection: explorer policies in real environments, recorded step by step."""
 
-from lwm.collect.runner import EpisodeResult, EpisodeSpec, plan, run, run_episode
+from lwm.collect.runner import EpisodeResult, EpisodeSpec, collect_episode, plan, run
 
-__all__ = ["EpisodeResult", "EpisodeSpec", "plan", "run", "run_episode"]
+__all__ = ["EpisodeResult", "EpisodeSpec", "plan", "run", "collect_episode"]

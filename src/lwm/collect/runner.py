@@ -66,7 +66,7 @@ class EpisodeResult:
 
 def episode_policy(spec: EpisodeSpec) -> Any:
     """The episode's actor: the domain's heuristic explorer, or an LLM agent (``agent:<model spec>``)."""
-    from lwm.collect.agent import AgentPolicy, ExplorerPolicy
+    from lwm.collect.policies import AgentPolicy, ExplorerPolicy
 
     if spec.policy.startswith("agent:"):
         return AgentPolicy(spec.domain, spec.policy.removeprefix("agent:"), mistake_rate=spec.mistake_rate,
@@ -75,7 +75,7 @@ def episode_policy(spec: EpisodeSpec) -> Any:
     return ExplorerPolicy(get("explorer", name), mistake_rate=spec.mistake_rate)
 
 
-def run_episode(spec: EpisodeSpec) -> EpisodeResult:
+def collect_episode(spec: EpisodeSpec) -> EpisodeResult:
     """One episode through the agent loop (``lwm.rollout.loop.play``): a fresh real environment, a policy, at
     most ``max_steps`` steps, recorded into the collection. Any failure (building the env or the policy
     included) ends this episode with an error, never the collection; a failed episode is not stored."""
@@ -165,10 +165,10 @@ def run(specs: list[EpisodeSpec], workers: int = 1,
 
     if workers <= 1:
         for spec in specs:
-            done(run_episode(spec))
+            done(collect_episode(spec))
         return results
     with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
-        for future in as_completed([pool.submit(run_episode, spec) for spec in specs]):
+        for future in as_completed([pool.submit(collect_episode, spec) for spec in specs]):
             done(future.result())
     return results
 
@@ -191,7 +191,7 @@ def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResu
         address = os.environ.get("RAY_ADDRESS")
         ray.init(address=address, num_cpus=None if address else max(1, workers), include_dashboard=False,
                  log_to_driver=False)
-    task = ray.remote(num_cpus=1, max_retries=1)(run_episode)
+    task = ray.remote(num_cpus=1, max_retries=1)(collect_episode)
     pending = [task.remote(spec) for spec in specs]
     while pending:
         finished, pending = ray.wait(pending, num_returns=1)

@@ -5,7 +5,7 @@ rebinding a name to 127.0.0.1), so ``LocalOnly`` refuses requests whose ``Host``
 (421) or whose ``Origin`` is another site or another port of this one (403), as the MCP SDK's transport
 security does for the MCP face.
 
-``TokenGuard`` is plain ASGI so it covers HTTP and WebSocket alike. A client sends the token as
+``TokenCheck`` is plain ASGI so it covers HTTP and WebSocket alike. A client sends the token as
 ``Authorization: Bearer <token>``, or — for clients that cannot set headers, such as OpenEnv's
 WebSocket client — as the first path segments ``/t/<token>``, i.e. ``base_url=http://host:port/t/<token>``.
 """
@@ -169,16 +169,16 @@ class QuietDisconnects:
             log.info("client %s disconnected before its answer was sent", scope.get("client"))
 
 
-def guard(app: Any, host: str, token: str | None) -> Any:
+def protect(app: Any, host: str, token: str | None) -> Any:
     """The app as served on ``host``: bodies bounded, disconnects quiet, behind the token when there is one,
     local-only when bound to loopback."""
     app = QuietDisconnects(BodyLimit(app))
     if token:
-        app = TokenGuard(app, token)
+        app = TokenCheck(app, token)
     return LocalOnly(app) if is_loopback(host) else app
 
 
-class TokenGuard:
+class TokenCheck:
     """ASGI middleware: requests without the token get 401 (HTTP) or a closed socket (WebSocket, 1008)."""
 
     def __init__(self, app: Any, token: str):

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from lwm.bench.data import BenchSample
+from lwm.bench.samples import BenchSample
 from lwm.bench.scorer import Scorer, load_scorer
 from lwm.edits import apply_answer
 from lwm.parsing import parse_answer, strip_marker

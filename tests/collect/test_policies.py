@@ -3,7 +3,7 @@
 from typer.testing import CliRunner
 
 from lwm.cli import app
-from lwm.collect.agent import AgentPolicy
+from lwm.collect.policies import AgentPolicy
 from lwm.data import read_trajectories
 from lwm.rollout.loop import Episode, parse_reply, system_prompt
 from lwm.testing.openai_server import ScriptedServer
