@@ -2,7 +2,7 @@
 
 import pytest
 
-from lwm.agent.evaluate import compare_runs, eval_tasks
+from lwm.agent.evaluate import EvalRow, compare_runs, eval_tasks, family_means
 from lwm.rollout.tasks import tasks
 from lwm.runfolder import SettingsChanged
 
@@ -35,3 +35,14 @@ def test_a_run_over_several_seeds_pairs_by_task_and_seed(tmp_path):
     assert reader.run == f"{tmp_path / 'reader-0'}+{tmp_path / 'reader-1'}"
     with pytest.raises(ValueError, match="repeats seed 0"):
         compare_runs([[tmp_path / "expert-0", tmp_path / "reader-0"]])
+
+
+def test_family_means_are_per_family_then_over_all_with_standard_errors():
+    def row(family: str, reward: float, error: str | None = None) -> EvalRow:
+        return EvalRow(task=f"search/{family}-0", domain="search", family=family, env="real", policy="p",
+                       reward=reward, error=error, steps=2)
+
+    means = family_means([row("a", 1.0), row("a", 0.0), row("b", 0.5, "boom")])
+    assert [(m.family, m.episodes, m.mean, m.errors) for m in means] == [("a", 2, 0.5, 0), ("b", 1, 0.5, 1),
+                                                                         ("", 3, 0.5, 1)]
+    assert means[0].se == 0.5 and means[-1].domain == "all" and means[1].se == 0.0

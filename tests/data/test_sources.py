@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.data import read_trajectories, write_trajectories
-from lwm.data.sources import heldout_sources, source_of, split
+from lwm.data.sources import domain_counts, heldout_sources, source_of, split
 from lwm.types import Provenance
 from tests.samples import trajectory
 
@@ -103,3 +103,12 @@ def test_split_from_python_is_stable_per_trajectory_and_refuses_unknown_or_doubl
         split(trajectories, 0.4, seed=0, by="source", keep=["mcp:server-1"], hold=["mcp:server-1"])
     with pytest.raises(ValueError, match="--by must be"):
         split(trajectories, 0.4, seed=0, by="turn")
+
+
+def test_domain_counts_are_per_domain_with_medians_and_distinct_sources():
+    items = [made("mcp", 0, environment="mcp:time"), made("mcp", 1, environment="mcp:git"), made("terminal", 2)]
+    counts = {c.domain: c for c in domain_counts(items)}
+    assert sorted(counts) == ["mcp", "terminal"]
+    assert counts["mcp"].trajectories == 2 and counts["mcp"].sources == 2 and counts["terminal"].sources == 1
+    turns = len(items[0].turns)
+    assert counts["mcp"].turns == 2 * turns and counts["mcp"].turns_median == turns

@@ -171,3 +171,27 @@ def compare_runs(runs: Sequence[Path | Sequence[Path]]) -> tuple[list[ComparedRu
                                     diff["losses"], diff["mean"], diff["se"]))
     differ = {k for _, _, s in loaded[1:] for k in COMPARED_SETTINGS if s.get(k) != base_settings.get(k)}
     return compared, differ
+
+
+@dataclass
+class FamilyMean:
+    """One line of an eval's summary: a family's (or ``all``'s) mean reward with its standard error."""
+
+    domain: str
+    family: str
+    episodes: int
+    mean: float
+    se: float
+    errors: int
+    steps: float
+
+
+def family_means(rows: Sequence[EvalRow]) -> list[FamilyMean]:
+    """Mean reward per (domain, family), then over all rows."""
+    groups: dict[tuple[str, str], list[EvalRow]] = {}
+    for row in rows:
+        groups.setdefault((row.domain, row.family), []).append(row)
+    return [FamilyMean(d, f, len(items), mean(r.reward for r in items),
+                       standard_error([r.reward for r in items]) or 0.0, sum(bool(r.error) for r in items),
+                       mean(r.steps for r in items))
+            for (d, f), items in [*sorted(groups.items()), (("all", ""), list(rows))] if items]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,14 +13,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lwm.agent.evaluate import EvalRow, compare_runs, eval_tasks, run_tasks
+from lwm.agent.evaluate import EvalRow, compare_runs, eval_tasks, family_means, run_tasks
 from lwm.backends import DEFAULT_SPEC
 from lwm.cli.common import fail, report_training, stage_config
-from lwm.data.jsonl import JsonlFile
+from lwm.data.jsonl import JsonlFile, write_dicts
 from lwm.rollout.task_env import WORLD_MODEL_TOKENS
-from lwm.rollout.tasks import DOMAINS, Task, UnknownTaskError, get_task, suite_path, tasks, tools_path
+from lwm.rollout.tasks import UnknownTaskError, get_task, tasks
 from lwm.runfolder import SettingsChanged
-from lwm.stats import standard_error
 
 agent_app = typer.Typer(help="Agents on task suites, in the simulator or the real environment.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).", no_args_is_help=True)
@@ -80,22 +78,13 @@ def tasks_build(domain: Annotated[str, typer.Option(help="search, mcp or termina
                 ) -> None:
     """(Re)build a suite from its sources: search from the corpus (every gold row checked against the real
     search engine), mcp and terminal from their templates (mcp asks the real servers for their tools)."""
-    if domain not in DOMAINS:
-        raise fail(f"no task suite for {domain!r}; suites: {', '.join(DOMAINS)}", 2)
+    from lwm.agent.suite_build import build_suite
+
     with console.status(f"building the {domain} suite..."):
-        if domain == "search":
-            from lwm.agent.search_suite import build
-
-            built = build(seed)
-        else:
-            from lwm.agent.state_suites import build as build_state
-
-            built, tools = build_state(domain, seed)
-            if tools:
-                tools_file = (out.parent / tools_path(domain).name) if out else tools_path(domain)
-                tools_file.write_text(json.dumps(tools, indent=1, ensure_ascii=False), encoding="utf-8")
-    path = out or suite_path(domain)
-    JsonlFile(path, Task).write_all(built)
+        try:
+            path, built = build_suite(domain, seed, out)
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
     split = Counter(t.split for t in built)
     console.print(f"{len(built)} tasks ({split['train']} train, {split['heldout']} held out) written to {path}")
 
@@ -113,13 +102,9 @@ def _summary(rows: list[EvalRow], title: str) -> Table:
     table = Table(title=title)
     for col in ("domain", "family", "episodes", "mean reward", "± s.e.", "errors", "steps/episode"):
         table.add_column(col, justify="left" if col in ("domain", "family") else "right")
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row.domain, row.family), []).append(row)
-    for (d, f), items in sorted(groups.items()) + [(("all", ""), rows)]:
-        values = [r.reward for r in items]
-        table.add_row(d, f, str(len(items)), f"{mean(values):.3f}", f"{standard_error(values) or 0.0:.3f}",
-                      str(sum(bool(r.error) for r in items)), f"{mean(r.steps for r in items):.1f}")
+    for m in family_means(rows):
+        table.add_row(m.domain, m.family, str(m.episodes), f"{m.mean:.3f}", f"{m.se:.3f}", str(m.errors),
+                      f"{m.steps:.1f}")
     return table
 
 
@@ -224,9 +209,7 @@ def demos_cmd(out: Annotated[Path, typer.Option(help="SFT rows (JSONL) for lwm t
         rows = run_tasks(tasks(domain, "train", family or ())[:limit], "real", "expert", out=record,
                          keep_episodes=True, status=console.status)
     kept = demonstrations([r.episode for r in rows if r.episode])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
+    write_dicts(out, kept)
     console.print(f"{len(kept)} rows from {sum(r.reward == 1.0 for r in rows)} of {len(rows)} solved episodes "
                   f"written to {out}")
 
@@ -242,7 +225,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     """How often the simulated checker call agrees with the real checker on the same real episodes: each task
     is run in the real environment by the expert (solves it) and by a policy that answers at once (does
     nothing); the world model then predicts the checker's output after each recorded episode."""
-    from lwm.agent.agreement import agreement
+    from lwm.agent.agreement import AgreementRow, agreement
     from lwm.model_options import world_model as get_world_model
 
     chosen = [t for t in tasks(domain, split if split in ("train", "heldout") else None)
@@ -250,7 +233,8 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
     if not chosen:
         raise fail(f"no state-checked {domain} {split} tasks", 2)
     wm = get_world_model(world_model)
-    rows = [r.model_dump() for r in agreement(chosen, wm, out, console.status)]
+    found = agreement(chosen, wm, out, console.status)
+    rows = [r.model_dump() for r in found]
     table = Table(title=f"simulated vs real checker, {domain} {split}, world model {wm.backend.name}")
     for col in ("episodes by", "n", "real reward", "sim reward", "agree (both >= 0.5 or both < 0.5)"):
         table.add_column(col, justify="left" if col == "episodes by" else "right")
@@ -261,8 +245,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
                           f"{mean(r['sim'] for r in items):.2f}", f"{mean(r['agree'] for r in items):.0%}")
     console.print(table)
     if out:
-        with (out / "agreement.jsonl").open("w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        JsonlFile(out / "agreement.jsonl", AgreementRow).write_all(found)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,8 +3,6 @@ rows, and pack transitions for retrieval."""
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +13,7 @@ from rich.table import Table
 from lwm.cli.common import fail
 from lwm.data import read_trajectories, write_trajectories
 from lwm.data.build import build
-from lwm.data.sources import source_of
+from lwm.data.sources import domain_counts, source_of
 from lwm.data.sources import split as split_trajectories
 from lwm.types import Trajectory
 
@@ -79,20 +77,14 @@ def split(
 def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files.")]) -> None:
     """Counts and lengths per domain, and its distinct environments (sources: servers, apps, sites, projects)."""
     console = Console()
-    by_domain: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in load(inputs):
-        by_domain[t.domain].append(t)
     table = Table(title="trajectories")
     for column in ("domain", "trajectories", "sources", "turns", "turns/traj (median)", "obs chars (median)",
                    "step s (median)"):
         table.add_column(column, justify="right" if column != "domain" else "left")
-    for domain, items in sorted(by_domain.items()):
-        turns = [turn for t in items for turn in t.turns]
-        seconds = [turn.observation.metadata["seconds"] for turn in turns if "seconds" in turn.observation.metadata]
-        table.add_row(domain, str(len(items)), str(len({source_of(t) for t in items})), str(len(turns)),
-                      f"{statistics.median(len(t.turns) for t in items):g}",
-                      f"{statistics.median(len(u.observation.content) for u in turns):g}" if turns else "-",
-                      f"{statistics.median(seconds):.3f}" if seconds else "-")
+    for c in domain_counts(load(inputs)):
+        table.add_row(c.domain, str(c.trajectories), str(c.sources), str(c.turns), f"{c.turns_median:g}",
+                      "-" if c.observation_chars_median is None else f"{c.observation_chars_median:g}",
+                      "-" if c.step_seconds_median is None else f"{c.step_seconds_median:.3f}")
     console.print(table)
 
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm.conversation import MESSAGE_OVERHEAD, Budget, ContextOverflowError, Conversation, conversation, fit
+from lwm.data.jsonl import write_dicts
 from lwm.domains import get_domain
 from lwm.types import Trajectory
 
@@ -219,11 +219,4 @@ def build(stage: Stage, trajectories: list[Trajectory], out: str | Path, *, held
         if stage == "cpt":
             raise ValueError("take samples sft or rl rows; cpt blocks have no single domain")
         rows = take_per_domain(rows, take, seed)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with out.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
+    return write_dicts(out, rows)

@@ -6,13 +6,14 @@ Trajectories, benchmark samples, predictions and judgements are all kept this wa
 
 from __future__ import annotations
 
+import json
 import logging
 import lzma
 import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -101,6 +102,21 @@ class JsonlFile(Generic[Row]):
             if self._handle is not None:
                 self._handle.close()
                 self._handle = None
+
+
+def write_dicts(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Replace ``path`` with ``rows`` as JSON lines (plain dicts: training rows), through a temporary file as
+    ``JsonlFile.write_all`` does; the number written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count
 
 
 def _why(exc: ValueError) -> str:

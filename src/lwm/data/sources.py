@@ -11,6 +11,7 @@ collectors record the program explored).
 from __future__ import annotations
 
 import hashlib
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,3 +90,32 @@ def split(trajectories: Sequence[Trajectory], fraction: float, seed: int, by: st
         test = [t for t in trajectories if _rank(t.id, seed) < fraction]
     held_ids = {t.id for t in test}
     return Split([t for t in trajectories if t.id not in held_ids], test, held)
+
+
+@dataclass
+class DomainCounts:
+    """A collection's counts and lengths for one domain (``lwm data stats``)."""
+
+    domain: str
+    trajectories: int
+    sources: int
+    turns: int
+    turns_median: float
+    observation_chars_median: float | None
+    step_seconds_median: float | None
+
+
+def domain_counts(trajectories: Iterable[Trajectory]) -> list[DomainCounts]:
+    """Counts and medians per domain, with its distinct environments (``source_of``)."""
+    by_domain: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        by_domain.setdefault(t.domain, []).append(t)
+    out = []
+    for domain, items in sorted(by_domain.items()):
+        turns = [turn for t in items for turn in t.turns]
+        seconds = [turn.observation.metadata["seconds"] for turn in turns if "seconds" in turn.observation.metadata]
+        out.append(DomainCounts(domain, len(items), len({source_of(t) for t in items}), len(turns),
+                                statistics.median(len(t.turns) for t in items),
+                                statistics.median(len(u.observation.content) for u in turns) if turns else None,
+                                statistics.median(seconds) if seconds else None))
+    return out
