@@ -83,3 +83,16 @@ def test_the_layer_check_finds_an_upward_import():
             return {"lwm.bench.run"} if module == "lwm.envs.sim" else set()
 
     assert _upward(Planted()) == {("lwm.envs.sim", "lwm.bench.run")}
+
+
+def test_modules_stay_small():
+    """One job per module (issue 48): none over 400 lines, the median near 100."""
+    import statistics
+    from pathlib import Path
+
+    import lwm
+
+    sizes = {str(p.relative_to(Path(lwm.__file__).parent)): len(p.read_text().splitlines())
+             for p in Path(lwm.__file__).parent.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 400} == {}
+    assert statistics.median(sizes.values()) < 150
