@@ -142,7 +142,7 @@ def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
 def check_grpo(model_dir: Path, work: Path, size: dict[str, int]) -> dict[str, Any]:
     from lwm.agent.train import AgentRLConfig, train_agent
 
-    config = AgentRLConfig(output_dir=str(work / "grpo"), model=str(model_dir), env="sim", world_model="mock",
+    config = AgentRLConfig(output_dir=str(work / "grpo"), model=str(model_dir), mode="sim", world_model="mock",
                            domain="search", episode_steps=size["episode_steps"], reply_tokens=size["reply_tokens"],
                            record=False, resume=False,
                            trainer={"max_steps": size["grpo_steps"], "per_device_train_batch_size": size["grpo_batch"],

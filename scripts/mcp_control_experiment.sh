@@ -23,7 +23,7 @@ for arm in rl-mcp-sim rl-mcp-sim-control; do
       2>&1 | tee -a $A/$arm-$TAG.log
 done
 
-E=(--domain mcp --env real --max-steps 4 --batch 12 --max-tokens 96)
+E=(--domain mcp --mode real --max-steps 4 --batch 12 --max-tokens 96)
 evaluate() {  # NAME POLICY: clean, then faults at seeds 0, 1000, ..., 5000
   $LWM agent eval "${E[@]}" --policy "$2" --out $EV/$1-real
   for s in 0 1000 2000 3000 4000 5000; do

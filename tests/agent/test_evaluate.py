@@ -39,7 +39,7 @@ def test_a_run_over_several_seeds_pairs_by_task_and_seed(tmp_path):
 
 def test_family_means_are_per_family_then_over_all_with_standard_errors():
     def row(family: str, reward: float, error: str | None = None) -> EvalRow:
-        return EvalRow(task=f"search/{family}-0", domain="search", family=family, env="real", policy="p",
+        return EvalRow(task=f"search/{family}-0", domain="search", family=family, mode="real", policy="p",
                        reward=reward, error=error, steps=2)
 
     means = family_means([row("a", 1.0), row("a", 0.0), row("b", 0.5, "boom")])

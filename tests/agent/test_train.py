@@ -48,21 +48,21 @@ def test_episode_tokens_mask_the_environment_and_train_on_replies():
     assert len(episode_tokens(messages, tokenizer, limit=3)[1]) == 3
 
 
-@pytest.mark.parametrize("env", ["sim", "real"])
-def test_agent_grpo_runs_in_sim_and_real_and_records_its_rollouts(tmp_path, tiny_model_dir, env):
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_agent_grpo_runs_in_sim_and_real_and_records_its_rollouts(tmp_path, tiny_model_dir, mode):
     config = write_config(tmp_path / "agent.json", tiny_model_dir, tmp_path / "run", world_model="mock")
-    result = CliRunner().invoke(app, ["agent", "train", "--config", str(config), "--env", env])
+    result = CliRunner().invoke(app, ["agent", "train", "--config", str(config), "--mode", mode])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "run" / "checkpoint-2").is_dir() and (tmp_path / "run" / "final" / "adapter_config.json").exists()
     rollouts = list(read_trajectories(tmp_path / "run" / "rollouts"))
     assert len(rollouts) == 2 * 2  # max_steps x per-device batch (one prompt x num_generations): every rollout
-    assert {t.provenance.source for t in rollouts} == {"simulated" if env == "sim" else "real"}
+    assert {t.provenance.source for t in rollouts} == {"simulated" if mode == "sim" else "real"}
     assert all(t.provenance.extra["task"].startswith("search/signal-") for t in rollouts)
 
 
 def test_a_killed_agent_training_resumes_from_its_checkpoint(tmp_path, tiny_model_dir):
     config = write_config(tmp_path / "agent.json", tiny_model_dir, tmp_path / "run", world_model="mock", max_steps=6)
-    cmd = [LWM, "agent", "train", "--config", str(config), "--env", "sim"]
+    cmd = [LWM, "agent", "train", "--config", str(config), "--mode", "sim"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     assert wait_for(lambda: (tmp_path / "run" / "checkpoint-2").is_dir(), 240)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -98,7 +98,7 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
             return prompts, [reply] * len(prompts), None, None
 
     chosen = tasks("search", "train", ["signal"])[:2]
-    config = AgentRLConfig(output_dir="unused", env="sim", domain="search", episode_steps=2, reply_tokens=24,
+    config = AgentRLConfig(output_dir="unused", mode="sim", domain="search", episode_steps=2, reply_tokens=24,
                            record=False)
     engine = Engine()
     trainer = SimpleNamespace(args=SimpleNamespace(use_vllm=True, max_completion_length=256), vllm_generation=engine,

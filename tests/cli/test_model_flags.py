@@ -62,7 +62,7 @@ def test_the_gym_ids_and_the_agents_simulator_pass_their_settings_through_the_on
     with pytest.raises(Built):
         lwm.world_model("mock", max_tokens=77, temperature=0.3)
     assert [(o.model, o.max_tokens, o.temperature) for o in built] == [("mock", 77, 0.3)] * 2
-    CliRunner().invoke(app, ["agent", "eval", "--domain", "terminal", "--env", "sim", "--world-model", "mock",
+    CliRunner().invoke(app, ["agent", "eval", "--domain", "terminal", "--mode", "sim", "--world-model", "mock",
                              "--world-model-tokens", "77", "--limit", "1"])
     assert (built[-1].model, built[-1].max_tokens) == ("mock", 77)
 

@@ -217,8 +217,8 @@ def test_the_simulator_writes_no_more_than_the_policy_reads():
 def test_unknown_task_and_bad_env_are_one_line_errors():
     result = runner.invoke(app, ["agent", "run", "--task", "search/nope-1"])
     assert result.exit_code == 2 and "unknown task 'search/nope-1'" in result.output
-    result = runner.invoke(app, ["agent", "run", "--task", TASKS["search"], "--env", "moon"])
-    assert result.exit_code == 2 and "--env must be sim or real" in result.output
+    result = runner.invoke(app, ["agent", "run", "--task", TASKS["search"], "--mode", "moon"])
+    assert result.exit_code == 2 and "--mode must be sim or real" in result.output
 
 
 def test_the_simulated_checker_call_reads_the_world_models_answer_after_the_recorded_episode(tmp_path):

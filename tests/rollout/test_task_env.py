@@ -29,7 +29,7 @@ def _action(reply: str) -> str:
 @pytest.mark.parametrize("task_id", ["mcp/memory-relation-0000", "terminal/find-file-0000", "search/syscall-0004"])
 def test_the_experts_actions_through_gym_make_earn_the_loops_reward(tmp_path, task_id):
     task = get_task(task_id)
-    env = gym.make("lwm/Task-v0", task=task_id, env="real", store=tmp_path)
+    env = gym.make("lwm/Task-v0", task=task_id, mode="real", store=tmp_path)
     observation, info = env.reset(seed=0)
     assert info["task"] == task_id
     *steps, answer = [_action(reply) for reply in expert_replies(task)]
@@ -47,7 +47,7 @@ def test_the_experts_actions_through_gym_make_earn_the_loops_reward(tmp_path, ta
 
 def test_a_wrong_answer_in_the_simulator_scores_what_the_checker_says():
     task = get_task("search/syscall-0004")
-    env = gym.make("lwm/Task-v0", task=task, env="sim", world_model=WorldModel(MockBackend(), cache=False))
+    env = gym.make("lwm/Task-v0", task=task, mode="sim", world_model=WorldModel(MockBackend(), cache=False))
     env.reset(seed=0)
     env.step(json.dumps({"name": "web_search", "arguments": {"query": "x"}}))
     _, reward, terminated, _, info = env.step({"name": "final_answer", "arguments": {"answer": "no table"}})
@@ -64,7 +64,7 @@ def test_an_observed_check_reads_the_first_observation_too():
     assert check(task, answer, ["(start page)", page], env=None)[0] == 1.0
     assert check(task, answer, ["(start page)"], env=None)[0] == 0.0
     sim = WorldModel(MockBackend([f"<predicted_observation>{page}</predicted_observation>"]), cache=False)
-    env = gym.make("lwm/Task-v0", task=task, env="sim", world_model=sim)
+    env = gym.make("lwm/Task-v0", task=task, mode="sim", world_model=sim)
     env.reset(seed=0)
     env.step(json.dumps({"name": "web_search", "arguments": {"query": f"{name} system call"}}))
     assert env.step({"name": "final_answer", "arguments": {"answer": answer}})[1] == 1.0
@@ -73,7 +73,7 @@ def test_an_observed_check_reads_the_first_observation_too():
 @needs_sandbox
 @needs_tmux
 def test_a_terminal_tasks_home_is_removed_when_the_env_closes():
-    env = gym.make("lwm/Task-v0", task="terminal/count-lines-0000", env="real")
+    env = gym.make("lwm/Task-v0", task="terminal/count-lines-0000", mode="real")
     env.reset(seed=0)
     home = Path(env.unwrapped._task_home)
     assert home.is_dir() and any(home.iterdir())  # the task's files
@@ -108,7 +108,7 @@ def test_agent_eval_takes_a_control_spec_pins_it_and_refuses_a_broken_one(tmp_pa
     runner = CliRunner()
     spec = tmp_path / "faults.yaml"
     spec.write_text("perturbations:\n  - empty: 0.5\n")
-    args = ["agent", "eval", "--domain", "search", "--env", "sim", "--world-model", "mock", "--limit", "2",
+    args = ["agent", "eval", "--domain", "search", "--mode", "sim", "--world-model", "mock", "--limit", "2",
             "--out", str(tmp_path / "eval")]
     done = runner.invoke(app, [*args, "--control", str(spec)])
     assert done.exit_code == 0, done.output
@@ -122,7 +122,7 @@ def test_agent_eval_takes_a_control_spec_pins_it_and_refuses_a_broken_one(tmp_pa
 def test_a_task_env_takes_a_render_mode_and_passes_gymnasiums_checker():
     from gymnasium.utils.env_checker import check_env
 
-    env = gym.make("lwm/Task-v0", task="search/syscall-0004", env="sim", render_mode="ansi",
+    env = gym.make("lwm/Task-v0", task="search/syscall-0004", mode="sim", render_mode="ansi",
                    world_model=WorldModel(MockBackend(), cache=False))
     check_env(env.unwrapped, skip_render_check=False)
     env.reset(seed=0)

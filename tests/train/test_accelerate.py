@@ -60,7 +60,7 @@ def test_sft_runs_on_two_processes_and_rank_0_alone_reports(tmp_path, rows):
 
 def test_agent_grpo_runs_on_two_processes_and_each_rank_records_its_rollouts(tmp_path):
     config = tmp_path / "grpo.yaml"
-    config.write_text(f"output_dir: {tmp_path / 'out'}\ndomain: search\nenv: sim\nworld_model: mock\nepisode_steps: 1\n"
+    config.write_text(f"output_dir: {tmp_path / 'out'}\ndomain: search\nmode: sim\nworld_model: mock\nepisode_steps: 1\n"
                       "reply_tokens: 8\nmax_steps: 1\nper_device_train_batch_size: 2\nnum_generations: 2\n"
                       "max_completion_length: 128\nsave_steps: 1\nlogging_steps: 1\n", encoding="utf-8")
     done = _launch(config, "agent", "train")

@@ -34,7 +34,7 @@ class EvalRow(BaseModel):
     task: str
     domain: str
     family: str
-    env: str
+    mode: str
     policy: str
     reward: float
     answer: str | None = None
@@ -49,13 +49,13 @@ class EvalRow(BaseModel):
 
     @classmethod
     def of(cls, e: Episode, policy: str, keep_episode: bool = False) -> EvalRow:
-        return cls(task=e.task.id, domain=e.task.domain, family=e.task.family, env=e.env, policy=policy,
+        return cls(task=e.task.id, domain=e.task.domain, family=e.task.family, mode=e.mode, policy=policy,
                    reward=e.reward, answer=e.answer, error=e.error, steps=e.steps, policy_calls=e.policy_calls,
                    world_model_calls=e.world_model_calls, seconds=round(e.seconds, 3), trajectory=e.trajectory_id,
                    episode=e if keep_episode else None)
 
 
-def run_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
+def run_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
               max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0,
               policy_options: dict | None = None, keep_episodes: bool = False,
               world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None,
@@ -64,16 +64,16 @@ def run_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: s
     """``chosen`` tasks run by a policy (a spec) in batches, recorded in ``out``; ``done`` gets each batch's rows
     as it finishes (so a long eval keeps its work); ``status(text)`` is a context manager around each batch.
     A bad spec, world model or control file raises ``ValueError`` (or ``OSError``) before any episode runs."""
-    if env not in ("sim", "real"):
-        raise ValueError(f"--env must be sim or real, not {env!r}")
+    if mode not in ("sim", "real"):
+        raise ValueError(f"--mode must be sim or real, not {mode!r}")
     policy = make_policy(policy_spec, chosen, **(policy_options or {}))
-    wm = get_world_model(world_model, max_tokens=world_model_tokens) if env == "sim" else None
+    wm = get_world_model(world_model, max_tokens=world_model_tokens) if mode == "sim" else None
     spec = ControlSpec.load(control) if control else None
     store = TrajectoryStore(out) if out else None
     rows = []
     for start in range(0, len(chosen), batch):
-        with status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({env})..."):
-            episodes = run_episodes(chosen[start: start + batch], policy, env, world_model=wm, max_steps=max_steps,
+        with status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({mode})..."):
+            episodes = run_episodes(chosen[start: start + batch], policy, mode, world_model=wm, max_steps=max_steps,
                                     store=store, seed=seed + start, control=spec)
         made = [EvalRow.of(e, policy.name, keep_episodes) for e in episodes]
         if done:
@@ -90,23 +90,23 @@ def results_file(out: Path, settings: dict) -> JsonlFile[EvalRow]:
     return JsonlFile(results, EvalRow)
 
 
-def eval_tasks(chosen: Sequence[Task], env: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
+def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
                max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0, max_tokens: int = 160,
                temperature: float = 0.0, world_model_tokens: int = WORLD_MODEL_TOKENS, control: Path | None = None,
                status: Callable[[str], Any] = lambda _: nullcontext(), say: Callable[[str], Any] = lambda _: None
                ) -> list[EvalRow]:
     """``run_tasks`` with its rows kept in ``out`` (OUT/results.jsonl, appended batch by batch): a rerun goes on
     from the tasks already there (``say`` is told how many) and refuses other settings (``SettingsChanged``)."""
-    settings = {"env": env, "policy": policy_spec, "max_steps": max_steps, "max_tokens": max_tokens,
+    settings = {"mode": mode, "policy": policy_spec, "max_steps": max_steps, "max_tokens": max_tokens,
                 "temperature": temperature, "seed": seed, **({"world_model": world_model,
-                "world_model_tokens": world_model_tokens} if env == "sim" else {}),
+                "world_model_tokens": world_model_tokens} if mode == "sim" else {}),
                 "control": digest(control) if control else None}
     results = results_file(out, settings) if out else None
     kept = {r.task: r for r in results.rows()} if results else {}
     todo = [t for t in chosen if t.id not in kept]
     if kept:
         say(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
-    made = iter(run_tasks(todo, env, policy_spec, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
+    made = iter(run_tasks(todo, mode, policy_spec, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
                           policy_options={"max_tokens": max_tokens, "temperature": temperature},
                           world_model_tokens=world_model_tokens, control=control, status=status,
                           done=(lambda rows: [results.append(r) for r in rows]) if results else None)
@@ -132,7 +132,7 @@ class ComparedRun:
     diff_se: float | None
 
 
-COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "env", "control")
+COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "mode", "control")
 """Settings two evals must share to be compared like for like."""
 
 

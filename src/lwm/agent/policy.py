@@ -74,7 +74,7 @@ class ReaderPolicy:
     """A scripted agent that knows where to look but not the answer: it sends the expert's searches, then
     answers with each entity's summary copied from the first results title that names it (empty when none
     does). Its reward in sim against real, on the same tasks, says how far a simulated engine serves the
-    answers a policy is rewarded for (``lwm agent eval --policy reader --env sim|real``)."""
+    answers a policy is rewarded for (``lwm agent eval --policy reader --mode sim|real``)."""
 
     name = "reader"
 

@@ -36,10 +36,10 @@ class AgentRLConfig(StageConfig):
     """Agent GRPO on a task suite's train split (``lwm agent train``)."""
 
     domain: str = field(default="search", metadata={"help": "The suite: search, mcp or terminal."})
-    env: str = field(default="sim", metadata={"help": "sim (a world model plays the environment) or real."})
-    world_model: str = field(default="embedded:lwm-mini", metadata={"help": "With env: sim, the world model spec."})
+    mode: str = field(default="sim", metadata={"help": "sim (a world model plays the environment) or real."})
+    world_model: str = field(default="embedded:lwm-mini", metadata={"help": "With mode: sim, the world model spec."})
     world_model_tokens: int = field(default=WORLD_MODEL_TOKENS, metadata={
-        "help": "With env: sim, most tokens in one simulated observation."})
+        "help": "With mode: sim, most tokens in one simulated observation."})
     families: list[str] = field(default_factory=list, metadata={"help": "Only these task families (all if empty)."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N train tasks."})
     episode_steps: int = field(default=4, metadata={"help": "Most actions per episode."})
@@ -91,7 +91,7 @@ def make_rollout(config: AgentRLConfig, by_instruction: dict[str, Task], tokeniz
         policy = VLLMPolicy(trainer, tokenizer, config.reply_tokens) if trainer.args.use_vllm else \
             LocalPolicy(trainer.accelerator.unwrap_model(trainer.model), tokenizer, config.reply_tokens,
                         config.temperature, name="policy-in-training")
-        episodes: list[Episode] = run_episodes(chosen, policy, config.env, world_model=world_model,  # type: ignore
+        episodes: list[Episode] = run_episodes(chosen, policy, config.mode, world_model=world_model,  # type: ignore
                                                max_steps=config.episode_steps, store=store,
                                                seed=trainer.state.global_step * 1000, control=config.control)
         limit = trainer.args.max_completion_length
@@ -138,10 +138,10 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    if config.env not in ("sim", "real"):
-        raise ValueError(f"env must be sim or real, not {config.env!r}")
+    if config.mode not in ("sim", "real"):
+        raise ValueError(f"mode must be sim or real, not {config.mode!r}")
     chosen = tasks(config.domain, "train", config.families)
-    if config.env == "real" and any(t.check.kind == "observed" for t in chosen):
+    if config.mode == "real" and any(t.check.kind == "observed" for t in chosen):
         log.warning("leaving out the sim-only tasks (made-up entities: %s) in the real environment",
                     ", ".join(sorted({t.family for t in chosen if t.check.kind == "observed"})))
         chosen = [t for t in chosen if t.check.kind != "observed"]
@@ -151,7 +151,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     by_instruction = {t.instruction: t for t in chosen}
     model, tokenizer = load_model(config.model, config.seed)
     world_model = None
-    if config.env == "sim":
+    if config.mode == "sim":
         world_model = get_world_model(config.world_model, max_tokens=config.world_model_tokens)
     output_dir = Path(config.output_dir)
     rank = int(os.environ.get("RANK", "0"))  # accelerate launch / torchrun: each rank records its own rollouts

@@ -26,16 +26,16 @@ tasks_app = typer.Typer(help="The task suites (train / held-out, with checkers).
 agent_app.add_typer(tasks_app, name="tasks")
 console = Console()
 
-Env = Annotated[str, typer.Option(help="sim (a world model plays the environment) or real.")]
+Mode = Annotated[str, typer.Option(help="sim (a world model plays the environment) or real.")]
 PolicySpec = Annotated[str, typer.Option("--policy", help="The agent: a model spec (embedded, openai:NAME — its "
                                          "server from OPENAI_BASE_URL and OPENAI_API_KEY —, transformers:DIR, "
                                          "hf:DIR), 'expert' (the scripted expert of each task) or 'reader' (searches "
                                          "like the expert, answers with what the page shows).")]
-WorldModelSpec = Annotated[str, typer.Option("--world-model", help="With --env sim: the world model's spec.")]
+WorldModelSpec = Annotated[str, typer.Option("--world-model", help="With --mode sim: the world model's spec.")]
 MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
 Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]
 Families = Annotated[list[str] | None, typer.Option("--family", help="Only this task family (repeatable).")]
-WorldModelTokens = Annotated[int, typer.Option(help="With --env sim: most tokens in one simulated observation.")]
+WorldModelTokens = Annotated[int, typer.Option(help="With --mode sim: most tokens in one simulated observation.")]
 ControlFile = Annotated[Path | None, typer.Option("--control", help="A control spec (YAML): injected faults, drift "
                                                   "and a world bible around every step, sim or real; each episode "
                                                   "draws its own perturbations; the task's check reads the state "
@@ -109,7 +109,7 @@ def _summary(rows: list[EvalRow], title: str) -> Table:
 
 
 @agent_app.command("run")
-def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], env: Env = "real",
+def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], mode: Mode = "real",
             policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None) -> None:
@@ -120,7 +120,7 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
     except (UnknownTaskError, FileNotFoundError) as exc:
         raise fail(str(exc), 2) from None
     with _exits():
-        row = run_tasks([chosen], env, policy, world_model, max_steps=max_steps, out=out, batch=1, seed=seed,
+        row = run_tasks([chosen], mode, policy, world_model, max_steps=max_steps, out=out, batch=1, seed=seed,
                         world_model_tokens=world_model_tokens, control=control, status=console.status)[0]
     console.print_json(row.model_dump_json())
     if row.error:
@@ -129,7 +129,7 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
 
 @agent_app.command("eval")
 def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal.")] = "search",
-             split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout", env: Env = "real",
+             split: Annotated[str, typer.Option(help="heldout or train.")] = "heldout", mode: Mode = "real",
              policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
              family: Families = None,
              limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
@@ -145,10 +145,10 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
         raise fail(f"no {domain} {split} tasks{' in ' + ', '.join(family) if family else ''} "
                    "(lwm agent tasks list)", 2)
     with _exits():
-        rows = eval_tasks(chosen, env, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
+        rows = eval_tasks(chosen, mode, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
                           max_tokens=max_tokens, temperature=temperature, world_model_tokens=world_model_tokens,
                           control=control, status=console.status, say=console.print)
-    console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {env} environment"))
+    console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {mode} environment"))
 
 
 @agent_app.command("compare")
@@ -163,12 +163,12 @@ def compare_cmd(runs: Annotated[list[str], typer.Argument(help="lwm agent eval -
     except (FileNotFoundError, ValueError) as exc:
         raise fail(str(exc), 2) from None
     table = Table(title=f"paired against {runs[0]} (reward: item F1 / checker)")
-    for col in ("run", "policy", "env", "episodes", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
+    for col in ("run", "policy", "mode", "episodes", "mean reward", "± s.e.", "vs first: pairs", "won/tied/lost",
                 "mean diff", "± s.e."):
-        table.add_column(col, justify="left" if col in ("run", "policy", "env") else "right")
+        table.add_column(col, justify="left" if col in ("run", "policy", "mode") else "right")
     for c in compared:
         colour = "green" if c.diff > 0 else "red" if c.diff < 0 else "white"
-        table.add_row(c.run, c.settings.get("policy", "?"), c.settings.get("env", "?"), str(c.tasks),
+        table.add_row(c.run, c.settings.get("policy", "?"), c.settings.get("mode", "?"), str(c.tasks),
                       "-" if c.mean is None else f"{c.mean:.3f}", f"{c.se:.3f}", str(c.pairs),
                       f"{c.wins}/{c.ties}/{c.losses}", f"[{colour}]{c.diff:+.3f}[/]",
                       "-" if c.diff_se is None else f"{c.diff_se:.3f}")
@@ -181,13 +181,13 @@ def compare_cmd(runs: Annotated[list[str], typer.Argument(help="lwm agent eval -
 @agent_app.command("train")
 def train_cmd(config: Annotated[Path, typer.Option(help="YAML or JSON config (lwm.agent.train.AgentRLConfig "
                                                        "fields and any GRPOConfig field).")],
-              env: Annotated[str | None, typer.Option(help="sim or real (overrides the config's env).")] = None,
+              mode: Annotated[str | None, typer.Option(help="sim or real (overrides the config's mode).")] = None,
               set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: key=value.")] = None
               ) -> None:
     """GRPO of the policy on a suite's train tasks, rollouts in the simulator or the real environment; resumes."""
     from lwm.agent.train import AgentRLConfig, train_agent
 
-    cfg = stage_config(AgentRLConfig, config, [*(set_ or []), *([f"env={env}"] if env else [])])
+    cfg = stage_config(AgentRLConfig, config, [*(set_ or []), *([f"mode={mode}"] if mode else [])])
     try:
         metrics = train_agent(cfg)
     except ValueError as exc:

@@ -32,7 +32,7 @@ from lwm.domains.base import render_tools
 from lwm.envs import SimEnv
 from lwm.envs.control import ControlSpec
 from lwm.rollout.checks import FINAL, check, final_answer
-from lwm.rollout.task_env import EnvKind, close_env, make_task_env, recorder
+from lwm.rollout.task_env import Mode, close_env, make_task_env, recorder
 from lwm.rollout.tasks import Task
 from lwm.types import Action, Context
 from lwm.worldmodel import WorldModel
@@ -54,7 +54,7 @@ class Episode:
 
     task: Task | None
     """The task, or None for an exploring episode (collection)."""
-    env: EnvKind = "real"
+    mode: Mode = "real"
     domain: str = ""
     seed: int | None = None
     """The episode's seed: the environment's reset (and its control's perturbations), a policy's sampling."""
@@ -181,7 +181,7 @@ def play(episodes: Sequence[Episode], policy: Policy, open_env: Callable[[Episod
             episode.error, episode.done = f"step failed: {type(exc).__name__}: {exc}", True
             return
         episode.steps += 1
-        episode.world_model_calls += episode.env == "sim"
+        episode.world_model_calls += episode.mode == "sim"
         episode.observation, episode.done = obs, terminated or truncated
         episode.messages.append({"role": "user", "content": f"Observation:\n{observation_view(episode.domain, obs)}"})
 
@@ -216,7 +216,7 @@ def _answer(episode: Episode, env: gym.Env) -> None:
         episode.error, episode.reward = f"checker failed: {type(exc).__name__}: {exc}", 0.0
         return
     episode.error, episode.check_observation = info.get("error"), info.get("check_observation")
-    episode.world_model_calls += episode.env == "sim" and episode.task.check.kind == "state"
+    episode.world_model_calls += episode.mode == "sim" and episode.task.check.kind == "state"
 
 
 def _finish(episode: Episode, env: gym.Env | None) -> None:
@@ -232,25 +232,26 @@ def _finish(episode: Episode, env: gym.Env | None) -> None:
         close_env(env)
 
 
-def run_episodes(tasks: Sequence[Task], policy: Policy, env: EnvKind, *, world_model: WorldModel | None = None,
+def run_episodes(tasks: Sequence[Task], policy: Policy, mode: Mode, *, world_model: WorldModel | None = None,
                  max_steps: int = 8, store: TrajectoryStore | None = None, workers: int = 4,
                  seed: int = 0, control: ControlSpec | str | Path | None = None) -> list[Episode]:
-    """Run every task once with ``policy`` in ``env``; episodes advance together, one policy batch per step.
-    ``control`` perturbs every step of every episode (sim or real alike), each episode with a seed of its own
-    (``seed`` + its index); the task's check reads the state unperturbed."""
+    """Run every task once with ``policy``, the world model or the real environment playing it (``mode``);
+    episodes advance together, one policy batch per step. ``control`` perturbs every step of every episode (sim
+    or real alike), each episode with a seed of its own (``seed`` + its index); the task's check reads the state
+    unperturbed."""
     spec = ControlSpec.load(control) if isinstance(control, str | Path) else control
-    provenance = {"policy": policy.name, "env": env,
+    provenance = {"policy": policy.name, "mode": mode,
                   **({"control": spec.model_dump(exclude_defaults=True)} if spec else {})}
 
     def open_env(episode: Episode) -> gym.Env:
         assert episode.task is not None
-        if env == "sim" and world_model is None:
-            raise ValueError("--env sim needs a world model")
-        return make_task_env(episode.task, env, world_model=world_model, store=store, control=spec, record=True,
+        if mode == "sim" and world_model is None:
+            raise ValueError("mode sim needs a world model")
+        return make_task_env(episode.task, mode, world_model=world_model, store=store, control=spec, record=True,
                              provenance={"task": episode.task.id, **provenance},
                              view=partial(observation_view, episode.domain))
 
-    return play([Episode(task, env, seed=seed + i) for i, task in enumerate(tasks)], policy, open_env,
+    return play([Episode(task, mode, seed=seed + i) for i, task in enumerate(tasks)], policy, open_env,
                 max_steps=max_steps, workers=workers)
 
 

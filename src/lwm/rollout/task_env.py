@@ -1,5 +1,5 @@
 """A task's environment: the task's context played by a world model (``sim``) or the real environment, with the
-task's checker as its reward. ``gymnasium.make("lwm/Task-v0", task="mcp/memory-entity-0000", env="real")`` gives
+task's checker as its reward. ``gymnasium.make("lwm/Task-v0", task="mcp/memory-entity-0000", mode="real")`` gives
 it to any RL library's ``step`` loop; the agent loop and served task sessions step through the same wrapper, so
 there is one place where an episode becomes a reward."""
 
@@ -23,21 +23,22 @@ from lwm.rollout.checks import check, final_answer
 from lwm.rollout.tasks import Task, get_task, task_context
 from lwm.worldmodel import WorldModel
 
-EnvKind = Literal["sim", "real"]
+Mode = Literal["sim", "real"]
+"""Who plays the environment: the world model (``sim``) or the real one; the same word as ``lwm serve``'s modes."""
 WORLD_MODEL_TOKENS = 512
 """Most tokens the world model writes per simulated observation: the agent loop's policy reads only the first or
 last ``lwm.rollout.loop.OBSERVATION_CHARS`` characters of it (~300-400 tokens), so more is time nobody reads."""
 
 
-def make_env(task: Task, env: EnvKind, world_model: WorldModel | None = None,
+def make_env(task: Task, mode: Mode, world_model: WorldModel | None = None,
              render_mode: str | None = None) -> TextEnv:
     """The task's environment: the world model playing it (``sim``) or the real one (``real``)."""
     context = task_context(task)
     if task.files:
         context = context.model_copy(update={"extra": {**context.extra, "files in the home folder": task.files}})
-    if env == "sim":
+    if mode == "sim":
         if world_model is None:
-            raise ValueError("--env sim needs a world model")
+            raise ValueError("mode sim needs a world model")
         return open_env(task.domain, world_model, context=context, render_mode=render_mode)
     options = dict(task.env_options)
     if task.domain == "terminal":
@@ -112,7 +113,7 @@ class TaskEnv(gym.Wrapper):
         close_env(self.env)
 
 
-def make_task_env(task: str | Task, env: EnvKind = "real", model: str = DEFAULT_SPEC, *,
+def make_task_env(task: str | Task, mode: Mode = "real", model: str = DEFAULT_SPEC, *,
                   world_model: WorldModel | None = None, max_tokens: int = WORLD_MODEL_TOKENS,
                   store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
                   control: Control | ControlSpec | str | Path | None = None, record: bool = False,
@@ -122,7 +123,7 @@ def make_task_env(task: str | Task, env: EnvKind = "real", model: str = DEFAULT_
     playing it), recorded into ``store`` (or in memory with ``record``), truncated after ``max_turns``,
     perturbed by ``control``; ``render_mode`` ``"ansi"`` renders the last observation (Gymnasium's)."""
     task = get_task(task) if isinstance(task, str) else task
-    if env == "sim" and world_model is None:
+    if mode == "sim" and world_model is None:
         world_model = get_world_model(model, max_tokens=max_tokens)
-    return TaskEnv(wrap(make_env(task, env, world_model, render_mode), store, max_turns, control, record=record,
+    return TaskEnv(wrap(make_env(task, mode, world_model, render_mode), store, max_turns, control, record=record,
                         provenance=provenance), task, view)
