@@ -121,7 +121,7 @@ class Counting:
 def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
     from lwm.rollout.loop import run_episodes
     from lwm.rollout.policies import LocalPolicy
-    from lwm.rollout.task_env import sim_world_model
+    from lwm.model_options import world_model
     from lwm.rollout.tasks import tasks
 
     chosen = tasks("search", "train")
@@ -130,7 +130,7 @@ def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
     device = str(policy.policy.model.device)
     reset_peak()
     started = time.perf_counter()
-    episodes = run_episodes(chosen, policy, "sim", world_model=sim_world_model("mock"),
+    episodes = run_episodes(chosen, policy, "sim", world_model=world_model("mock"),
                             max_steps=size["episode_steps"], seed=0)
     seconds = time.perf_counter() - started
     return {"eval_device": device, "eval_episodes": len(episodes), "eval_seconds": seconds,

@@ -15,7 +15,8 @@ def _demo(tmp_path, *args: str) -> str:
 def test_demo_records_predicts_scores_and_reports(tmp_path):
     output = _demo(tmp_path, "--model", "mock")
     assert "No such file or directory" in output and "mock observation" in output
-    assert "rule scores (0-100)" in output
+    assert "AgentWorldBench scores" in output  # the demo's run folder is a bench run's
+    assert {p.name for p in tmp_path.iterdir()} >= {"predictions.jsonl", "judged.jsonl", "scores.json", "run.json"}
     report = (tmp_path / "report.html").read_text()
     assert report.count("<details class='sample'") == 7 and "<svg" in report
     # the settings, dates and skill over copy-last a bench report has

@@ -29,7 +29,7 @@ def test_collect_records_with_provenance_and_resumes(tmp_path):
     assert sorted(t.id for t in trajectories) == ["terminal-s0-00000", "terminal-s0-00001", "terminal-s0-00002"]
     for t in trajectories:
         assert len(t.turns) == 3 and t.provenance.source == "real"
-        assert t.provenance.extra["explorer"] == "terminal-heuristic-v1" and t.provenance.extra["seed"] == 0
+        assert t.provenance.extra["policy"] == "terminal-heuristic-v1" and t.provenance.extra["seed"] == 0
         assert all(turn.observation.metadata["seconds"] > 0 for turn in t.turns)
         assert all("user@sandbox:~$" in turn.observation.content for turn in t.turns)
     before = (tmp_path / "trajectories.jsonl").read_text()
@@ -110,7 +110,7 @@ def test_collect_mcp_episodes_with_a_preset_server(tmp_path):
     trajectories = list(read_trajectories(tmp_path))
     assert len(trajectories) == 2 and all(len(t.turns) == 4 for t in trajectories)
     assert {"create_entities", "read_graph"} <= {tool["name"] for tool in trajectories[0].context.tools}
-    assert trajectories[0].provenance.extra["explorer"] == "mcp-schema-v1"
+    assert trajectories[0].provenance.extra["policy"] == "mcp-schema-v1"
 
 
 def test_collect_search_episodes(tmp_path, monkeypatch):
@@ -141,7 +141,7 @@ def test_collect_web_episodes(tmp_path):
                                  "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     (trajectory,) = read_trajectories(tmp_path)
-    assert len(trajectory.turns) == 5 and trajectory.provenance.extra["explorer"] == "web-heuristic-v1"
+    assert len(trajectory.turns) == 5 and trajectory.provenance.extra["policy"] == "web-heuristic-v1"
     assert all("# Tabs" in turn.observation.content for turn in trajectory.turns)
 
 

@@ -57,7 +57,7 @@ def test_collect_with_an_agent_policy(tmp_path):
     assert result.exit_code == 0, result.output
     assert "the agent chose 2 of 2 actions" in " ".join(result.output.split())
     (trajectory,) = read_trajectories(tmp_path)
-    assert trajectory.provenance.extra["explorer"] == "llm-agent:openai:scripted"
+    assert trajectory.provenance.extra["policy"] == "llm-agent:openai:scripted"
     assert "agent" in trajectory.turns[1].observation.content
 
 

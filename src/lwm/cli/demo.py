@@ -1,34 +1,38 @@
 """``lwm demo``: a real sandboxed terminal episode, predicted step by step by the world model, scored.
 
-Records a handful of ordinary commands in the real terminal (bash in tmux in bubblewrap), asks the
-world model to predict each screen from the real history before it, shows real and predicted side by
-side with the rule scores, and writes the HTML report. Offline with the default embedded model.
+Types a handful of ordinary commands in the real terminal (bash in tmux in bubblewrap) through the episode
+loop (``lwm.rollout.play``), then benchmarks the world model on that episode with ``lwm.bench``'s pipeline
+(each screen predicted from the real history before it, rule-judged, scored, reported): the same run folder a
+``lwm bench run`` writes, so the demo's numbers are a benchmark's. Offline with the default embedded model.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
+import gymnasium as gym
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from lwm import __version__
 from lwm.backends import DEFAULT_SPEC
-from lwm.bench.baseline import copy_last_totals, skill_over
-from lwm.bench.report import write_report
+from lwm.bench import pipeline
 from lwm.bench.rules import DIMENSIONS
-from lwm.bench.samples import export_trajectories
-from lwm.bench.scorer import load_scorer
-from lwm.bench.summary import aggregate, score_table, skill_table
+from lwm.bench.run import judgements
+from lwm.bench.samples import export_trajectories, write_samples
 from lwm.cli import options as o
+from lwm.cli.bench import REPORTER, _exits, _score
 from lwm.cli.common import fail
-from lwm.envs.real import TerminalEnv
-from lwm.envs.real.sandbox import SandboxUnavailable
+from lwm.envs.registration import open_env
+from lwm.rollout.loop import Episode, play
+from lwm.rollout.policies import ScriptedPolicy
+from lwm.rollout.task_env import recorder
+from lwm.runfolder import update_run
 from lwm.types import Trajectory
-from lwm.worldmodel import run_sync
 
 COMMANDS = [
     "mkdir project && cd project",
@@ -42,15 +46,22 @@ COMMANDS = [
 
 
 def record(console: Console) -> Trajectory:
-    env = TerminalEnv(width=80, height=20)
-    try:
-        with console.status("recording the real terminal episode..."):
-            env.reset(seed=0)
-            for command in COMMANDS:
-                env.step([{"keystrokes": command + "\n", "duration": 0.4}])
-        return env.trajectory
-    finally:
-        env.close()
+    """The commands typed in the real terminal, one per policy turn, recorded as the episode's trajectory."""
+    opened: list[gym.Env] = []
+
+    def terminal(_: Episode) -> gym.Env:
+        opened.append(open_env("terminal", env_options={"width": 80, "height": 20}, record=True))
+        return opened[-1]
+
+    typist = ScriptedPolicy(["```json\n" + json.dumps([{"keystrokes": c + "\n", "duration": 0.4}]) + "\n```"
+                             for c in COMMANDS], name="demo-commands")
+    with console.status("recording the real terminal episode..."):
+        (episode,) = play([Episode(None, domain="terminal", seed=0)], typist, terminal, max_steps=len(COMMANDS),
+                          workers=1)
+    recorded = recorder(opened[0]) if opened else None
+    if episode.error or recorded is None or recorded.trajectory is None:
+        raise RuntimeError(episode.error or "nothing was recorded")
+    return recorded.trajectory
 
 
 def last_lines(text: str, count: int = 6) -> str:
@@ -76,40 +87,31 @@ def demo(
     started = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         trajectory = record(console)
-    except (SandboxUnavailable, RuntimeError) as exc:
+    except RuntimeError as exc:
         raise fail(f"the real terminal could not start: {exc}") from None
-    wm = options.world_model()
-    scorer = load_scorer("rules")
-    samples = {s.id: s for s in export_trajectories([trajectory])}
-    rows = []
-    table = Table(title=f"real terminal vs {wm.backend.name}", show_lines=True)
+    data = out / "samples"
+    write_samples(export_trajectories([trajectory]), data)
+    with _exits():
+        by_key = {s.key: s for s in pipeline.infer(data, out, options, concurrency=1, force_new=True,
+                                                   reporter=REPORTER)}
+        pipeline.judge(by_key, out, pipeline.JudgeOptions("rules"), concurrency=1, force_new=True, reporter=REPORTER)
+    judged = judgements(out).by_id()
+    model = next((j.model for j in judged.values() if j.model), None) or str(options.model)
+    table = Table(title=f"real terminal vs {model}", show_lines=True)
     for col in ("step", "command", "real (last lines)", "predicted (last lines)", "score"):
         table.add_column(col, overflow="fold")
     for k, turn in enumerate(trajectory.turns, start=1):
-        history = trajectory.model_copy(update={"turns": trajectory.turns[: k - 1]})
-        with console.status(f"predicting step {k}/{len(trajectory.turns)}..."):
-            try:
-                predicted = wm.predict_sync(history, turn.action).content
-            except Exception as exc:  # a model error is shown and the demo goes on
-                predicted = f"(no prediction: {exc})"
-        sample = samples[f"{trajectory.id}-t{k}"]
-        verdict = run_sync(scorer.score(sample, predicted))
-        rows.append({"id": sample.id, "task": "terminal", "prediction": predicted, **verdict.scores()})
-        table.add_row(str(k), COMMANDS[k - 1], last_lines(turn.observation.content), last_lines(predicted),
-                      f"{verdict.reward * 100:.0f}")
+        key = f"{trajectory.id}-t{k}"
+        row = judged.get(key)
+        table.add_row(str(k), COMMANDS[k - 1], last_lines(turn.observation.content),
+                      last_lines(row.prediction if row else "(no prediction)"),
+                      f"{row.reward * 100:.0f}" if row else "-")
     console.print(table)
-    result = aggregate(rows)
-    result["skill_over_copy_last"] = skill_over(rows, copy_last_totals(samples))
-    result["run"] = {"demo": {"model": wm.backend.name, "temperature": wm.config.temperature,
-                              "max_tokens": wm.config.max_tokens, "judge": "rules", "episode": trajectory.id,
-                              "commands": len(COMMANDS), "lwm": __version__, "started": started,
-                              "finished": datetime.now(UTC).isoformat(timespec="seconds")}}
-    console.print(score_table(result, "rule scores (0-100)"))
-    if result["skill_over_copy_last"]["overall"]:
-        console.print(skill_table(result["skill_over_copy_last"]))
-    out.mkdir(parents=True, exist_ok=True)
-    path = write_report(out / "report.html", result, rows, samples, title=f"lwm demo: {wm.backend.name}")
-    console.print(f"report: {path.resolve()}  (dimensions: {', '.join(DIMENSIONS)})")
+    update_run(out, demo={"model": model, "episode": trajectory.id, "commands": len(COMMANDS), "lwm": __version__,
+                          "started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds")})
+    with _exits():
+        _score(out, by_key)
+    console.print(f"(dimensions: {', '.join(DIMENSIONS)})")
     if options.model == DEFAULT_SPEC:
         console.print(SMALL_MODEL_NOTE)
 

@@ -85,7 +85,7 @@ def collect_episode(spec: EpisodeSpec) -> EpisodeResult:
     try:
         policy = episode_policy(spec)
         store = TrajectoryStore(spec.out)
-        provenance = {"explorer": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
+        provenance = {"policy": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
                       **({"source": policy.source} if getattr(policy, "source", None) else {})}
         env = open_env(spec.domain, env_options=spec.env_options, store=store, max_turns=spec.max_steps,
                        trajectory_id=spec.id, provenance=provenance)
