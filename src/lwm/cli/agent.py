@@ -249,4 +249,7 @@ def agreement_cmd(domain: Annotated[str, typer.Option(help="mcp or terminal (sta
 
 
 def register(app: typer.Typer) -> None:
+    from lwm.cli.experiment import experiment_app
+
+    agent_app.add_typer(experiment_app, name="experiment")
     app.add_typer(agent_app, name="agent")

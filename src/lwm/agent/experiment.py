@@ -1,0 +1,128 @@
+"""A Sim RL experiment's results, kept where a new checkout finds them (issue 45).
+
+Each arm (``warm`` start, RL in the ``real`` environment, RL in the simulator: ``sim``, and under a control
+spec: ``sim-control``) is evaluated in the REAL environment with ``lwm agent eval``; its episodes go into
+``results/simrl-<name>/episodes.jsonl`` (arm, task, seed, reward, steps), with the eval settings and the commit
+that made them in ``config.json`` beside it. The docs table is computed from that file (``arm_table``, ``lwm
+agent experiment table``): each arm's mean reward, and its difference from the warm start paired by task and
+seed, with standard errors; and how often an arm's own samples of one task disagree across seeds (the spread
+GRPO's groups need to have a gradient at all).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Literal
+
+from pydantic import BaseModel
+
+from lwm.agent.evaluate import EvalRow
+from lwm.data.jsonl import JsonlFile
+from lwm.runfolder import read_run
+from lwm.stats import paired, standard_error
+
+Arm = Literal["warm", "real", "sim", "sim-control"]
+ARMS: tuple[str, ...] = ("warm", "real", "sim", "sim-control")
+EPISODES = "episodes.jsonl"
+CONFIG = "config.json"
+
+
+class ArmEpisode(BaseModel):
+    """One real-environment evaluation episode of one arm."""
+
+    arm: Arm
+    task: str
+    seed: int
+    reward: float
+    steps: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.arm}|{self.seed}|{self.task}"
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).parent).stdout.strip() or None
+    except OSError:
+        return None
+
+
+def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = None) -> int:
+    """Add the episodes of ``evals`` (``lwm agent eval --out`` folders, one per seed) to ``results`` as ``arm``
+    (an earlier row of the same arm, seed and task is replaced); their settings, the commit and ``note`` go
+    into ``config.json``. Returns the number of episodes added."""
+    if arm not in ARMS:
+        raise ValueError(f"arm {arm!r}? one of {', '.join(ARMS)}")
+    rows: list[ArmEpisode] = []
+    settings = {}
+    for folder in evals:
+        path = Path(folder) / "results.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder} has no results.jsonl (an lwm agent eval --out folder)")
+        run = read_run(Path(folder)).get("eval") or {}
+        if run.get("mode") != "real":
+            raise ValueError(f"{folder} was evaluated in mode {run.get('mode')!r}: every arm is evaluated in the "
+                             "real environment")
+        seed = int(run.get("seed", 0))
+        settings[str(seed)] = run
+        rows += [ArmEpisode(arm=arm, task=r.task, seed=seed, reward=r.reward, steps=r.steps)  # type: ignore[arg-type]
+                 for r in JsonlFile(path, EvalRow).rows()]
+    results.mkdir(parents=True, exist_ok=True)
+    store = JsonlFile(results / EPISODES, ArmEpisode)
+    kept = {e.key: e for e in store.rows()} if (results / EPISODES).exists() else {}
+    kept.update({e.key: e for e in rows})
+    store.write_all(sorted(kept.values(), key=lambda e: (ARMS.index(e.arm), e.seed, e.task)))
+    config_path = results / CONFIG
+    config = json.loads(config_path.read_text()) if config_path.exists() else {}
+    config[arm] = {"evals": settings, "commit": _commit(), **({"note": note} if note else {})}
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    return len(rows)
+
+
+@dataclass
+class ArmSummary:
+    arm: str
+    episodes: int
+    seeds: int
+    mean: float
+    se: float
+    pairs: int
+    wins: int
+    ties: int
+    losses: int
+    diff: float | None
+    diff_se: float | None
+    spread: float | None
+    """Share of tasks whose rewards differ across this arm's seeds (None with one seed)."""
+
+
+def arm_table(results: Path) -> list[ArmSummary]:
+    """Each arm of ``results``/episodes.jsonl: mean reward ± s.e., and minus the warm start paired by task and
+    seed."""
+    episodes = list(JsonlFile(results / EPISODES, ArmEpisode).rows())
+    by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
+    for e in episodes:
+        by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e
+    warm = by_arm.get("warm", {})
+    out = []
+    for arm in [a for a in ARMS if a in by_arm]:
+        rows = by_arm[arm]
+        values = [e.reward for e in rows.values()]
+        diff = paired([rows[k].reward - warm[k].reward for k in rows if k in warm]) if arm != "warm" else None
+        seeds = {seed for seed, _ in rows}
+        per_task: dict[str, set[float]] = {}
+        for (_, task), e in rows.items():
+            per_task.setdefault(task, set()).add(e.reward)
+        out.append(ArmSummary(arm, len(rows), len(seeds), mean(values), standard_error(values) or 0.0,
+                              diff["n"] if diff else 0, diff["wins"] if diff else 0, diff["ties"] if diff else 0,
+                              diff["losses"] if diff else 0, diff["mean"] if diff else None,
+                              diff["se"] if diff else None,
+                              sum(len(r) > 1 for r in per_task.values()) / len(per_task) if len(seeds) > 1 else None))
+    return out

@@ -1,0 +1,62 @@
+"""``lwm agent experiment``: a Sim RL experiment's arms, evaluated in the real environment, kept in a results
+folder a new checkout finds (``lwm.agent.experiment``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lwm.cli.common import fail
+
+experiment_app = typer.Typer(help="A Sim RL experiment's results: arms evaluated in the real environment.",
+                             no_args_is_help=True)
+Results = Annotated[Path, typer.Argument(help="The results folder, e.g. results/simrl-lookup.")]
+
+
+@experiment_app.command("add")
+def add_cmd(results: Results,
+            evals: Annotated[list[Path], typer.Argument(help="lwm agent eval --mode real --out folders, one a seed.")],
+            arm: Annotated[str, typer.Option(help="warm, real, sim or sim-control.")],
+            note: Annotated[str | None, typer.Option(help="What this arm is (its training config, budget).")] = None
+            ) -> None:
+    """Add an arm's real-environment episodes (episodes.jsonl) and its settings and commit (config.json)."""
+    from lwm.agent.experiment import add_arm
+
+    try:
+        count = add_arm(results, arm, evals, note)
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc), 2) from None
+    Console().print(f"{count} episodes of arm {arm} in {results / 'episodes.jsonl'}")
+
+
+@experiment_app.command("table")
+def table_cmd(results: Results,
+              markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False
+              ) -> None:
+    """Each arm's mean reward, and its difference from the warm start paired by task and seed, with s.e."""
+    from lwm.agent.experiment import arm_table
+
+    try:
+        arms = arm_table(results)
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc), 2) from None
+    columns = ("arm", "episodes", "seeds", "mean reward", "± s.e.", "vs warm: won/tied/lost", "paired diff",
+               "± s.e.", "tasks with spread across seeds")
+    rows = [(a.arm, str(a.episodes), str(a.seeds), f"{a.mean:.3f}", f"{a.se:.3f}",
+             f"{a.wins}/{a.ties}/{a.losses}" if a.diff is not None else "",
+             "" if a.diff is None else f"{a.diff:+.3f}", "" if a.diff_se is None else f"{a.diff_se:.3f}",
+             "" if a.spread is None else f"{a.spread:.0%}") for a in arms]
+    if markdown:
+        print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        return
+    table = Table(title=f"{results}: every arm evaluated in the real environment")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)

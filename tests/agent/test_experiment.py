@@ -1,0 +1,51 @@
+"""A Sim RL experiment's results folder: arms added from real evals, the paired table computed from it."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lwm.agent.evaluate import eval_tasks
+from lwm.agent.experiment import add_arm, arm_table
+from lwm.cli import app
+from lwm.rollout.tasks import tasks
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory):
+    """The expert (solves every task) and a mock policy (never answers right), each at two seeds, in the real
+    search engine; and one simulated eval."""
+    root = tmp_path_factory.mktemp("evals")
+    chosen = tasks("search", "heldout", ["signal"])[:3]
+    for policy in ("expert", "mock"):
+        for seed in (0, 1):
+            eval_tasks(chosen, "real", policy, out=root / f"{policy}-s{seed}", seed=seed, max_steps=3)
+    eval_tasks(chosen, "sim", "expert", "copy-last", out=root / "sim-expert", max_steps=3)
+    return root
+
+
+def test_arms_pair_with_the_warm_start_by_task_and_seed(evals, tmp_path):
+    results = tmp_path / "simrl-test"
+    assert add_arm(results, "warm", [evals / "mock-s0", evals / "mock-s1"]) == 6
+    assert add_arm(results, "real", [evals / "expert-s0", evals / "expert-s1"], note="the scripted expert") == 6
+    assert add_arm(results, "real", [evals / "expert-s0"]) == 3  # added again: replaced, not doubled
+    warm, real = arm_table(results)
+    assert (warm.arm, warm.episodes, warm.seeds, warm.mean, warm.diff) == ("warm", 6, 2, 0.0, None)
+    assert (real.arm, real.episodes, real.pairs, real.wins, real.diff, real.diff_se) == ("real", 6, 6, 6, 1.0, 0.0)
+    assert real.spread == 0.0  # the expert answers every seed alike
+    config = json.loads((results / "config.json").read_text())
+    assert config["real"]["evals"]["0"]["policy"] == "expert" and "commit" in config["real"]
+    rows = [json.loads(line) for line in (results / "episodes.jsonl").read_text().splitlines()]
+    assert set(rows[0]) == {"arm", "task", "seed", "reward", "steps"}
+
+
+def test_an_arm_evaluated_in_the_simulator_is_refused_and_the_table_prints(evals, tmp_path):
+    with pytest.raises(ValueError, match="real environment"):
+        add_arm(tmp_path / "r", "sim", [evals / "sim-expert"])
+    with pytest.raises(ValueError, match="arm"):
+        add_arm(tmp_path / "r", "best", [evals / "mock-s0"])
+    runner = CliRunner()
+    assert runner.invoke(app, ["agent", "experiment", "add", str(tmp_path / "r"), str(evals / "mock-s0"),
+                               "--arm", "warm"]).exit_code == 0
+    shown = runner.invoke(app, ["agent", "experiment", "table", str(tmp_path / "r"), "--markdown"])
+    assert shown.exit_code == 0 and shown.output.startswith("| arm |") and "| warm | 3 | 1 |" in shown.output
