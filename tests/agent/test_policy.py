@@ -43,3 +43,21 @@ def test_specs_make_the_right_policy_and_the_reader_refuses_what_it_cannot_read(
     with pytest.raises(ValueError, match="signal"):
         ReaderPolicy(tasks("search", "train", ["signal"])[:1])
     assert call("final_answer", answer="x") == '```json\n{"name": "final_answer", "arguments": {"answer": "x"}}\n```'
+
+
+def test_a_sampled_local_policy_with_a_seed_replies_the_same_each_run(tiny_model_dir):
+    """An eval at temperature 1 is reproducible by its seed (lwm agent eval --seed): each batch draws from the
+    seed plus its number, so two evals of one seed sample alike and other seeds sample otherwise."""
+    import torch
+
+    from lwm.rollout.policies import LocalPolicy
+
+    asked = [[{"role": "user", "content": "ls"}], [{"role": "user", "content": "pwd -P"}]]
+
+    def replies(seed: int) -> list[str]:
+        policy = LocalPolicy.load(str(tiny_model_dir), max_new_tokens=12, temperature=1.0, seed=seed)
+        torch.manual_seed(12345 + seed)  # whatever else drew before does not matter
+        return policy.reply(asked) + policy.reply(asked)
+
+    assert replies(3) == replies(3)
+    assert replies(3) != replies(4)

@@ -107,7 +107,7 @@ def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model:
     if kept:
         say(f"resuming: {len(chosen) - len(todo)} of {len(chosen)} episodes already in {out}")
     made = iter(run_tasks(todo, mode, policy_spec, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
-                          policy_options={"max_tokens": max_tokens, "temperature": temperature},
+                          policy_options={"max_tokens": max_tokens, "temperature": temperature, "seed": seed},
                           world_model_tokens=world_model_tokens, control=control, status=status,
                           done=(lambda rows: [results.append(r) for r in rows]) if results else None)
                 if todo else [])

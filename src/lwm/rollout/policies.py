@@ -49,9 +49,11 @@ class LocalPolicy(ConversationPolicy):
     or a LoRA folder from ``lwm train``): one batched ``generate`` per step; temperature 0 is greedy."""
 
     def __init__(self, model: Any, tokenizer: Any, max_new_tokens: int = 96, temperature: float = 0.0,
-                 name: str = "local"):
+                 name: str = "local", seed: int | None = None):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        self.seed, self.calls = seed, 0
+        """With ``seed``, sampled replies are reproducible: each batch draws from ``seed`` + its number."""
 
     @classmethod
     def load(cls, path: str, **options: Any) -> LocalPolicy:
@@ -71,6 +73,9 @@ class LocalPolicy(ConversationPolicy):
             else {"do_sample": False}
         was_training = self.model.training
         self.model.eval()
+        if self.seed is not None and self.temperature > 0:
+            torch.manual_seed(self.seed + self.calls)
+        self.calls += 1
         try:
             with torch.no_grad():
                 out = self.model.generate(**batch, max_new_tokens=self.max_new_tokens,
@@ -134,5 +139,6 @@ def model_policy(spec: str, *, max_tokens: int = 160, temperature: float = 0.0, 
     """A model as the policy: ``hf:DIR`` (a local HF model or LoRA folder, batched in this process) or any model
     spec (``embedded``, ``openai:NAME`` ..., with ``seed`` and ``backend_options``); greedy by default."""
     if spec.startswith("hf:"):
-        return LocalPolicy.load(spec.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature)
+        return LocalPolicy.load(spec.removeprefix("hf:"), max_new_tokens=max_tokens, temperature=temperature,
+                                seed=seed)
     return ModelPolicy(spec, max_tokens=max_tokens, temperature=temperature, seed=seed, **backend_options)
