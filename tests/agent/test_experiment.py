@@ -49,3 +49,10 @@ def test_an_arm_evaluated_in_the_simulator_is_refused_and_the_table_prints(evals
                                "--arm", "warm"]).exit_code == 0
     shown = runner.invoke(app, ["agent", "experiment", "table", str(tmp_path / "r"), "--markdown"])
     assert shown.exit_code == 0 and shown.output.startswith("| arm |") and "| warm | 3 | 1 |" in shown.output
+
+
+def test_a_warm_start_evaluated_once_pairs_with_every_seed_of_an_arm(evals, tmp_path):
+    add_arm(tmp_path / "r", "warm", [evals / "mock-s0"])
+    add_arm(tmp_path / "r", "real", [evals / "expert-s0", evals / "expert-s1"])
+    warm, real = arm_table(tmp_path / "r")
+    assert warm.episodes == 3 and (real.pairs, real.diff) == (6, 1.0)

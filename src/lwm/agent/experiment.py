@@ -105,12 +105,18 @@ class ArmSummary:
 
 def arm_table(results: Path) -> list[ArmSummary]:
     """Each arm of ``results``/episodes.jsonl: mean reward ± s.e., and minus the warm start paired by task and
-    seed."""
+    seed (by task alone when the warm start was evaluated at one seed: greedy, its answers are the same at
+    every seed)."""
     episodes = list(JsonlFile(results / EPISODES, ArmEpisode).rows())
     by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
     for e in episodes:
         by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e
     warm = by_arm.get("warm", {})
+    warm_seeds = {seed for seed, _ in warm}
+    if len(warm_seeds) == 1:  # one greedy evaluation of the warm start stands for it at every seed
+        (only,) = warm_seeds
+        warm = {(seed, task): warm[(only, task)] for arm in by_arm.values() for seed, task in arm
+                if (only, task) in warm}
     out = []
     for arm in [a for a in ARMS if a in by_arm]:
         rows = by_arm[arm]

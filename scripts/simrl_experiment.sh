@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Sim RL experiment on the search suite's one-row lookups (issue 45, docs/sim-rl.md), in pieces that each
+# end inside a session; rerunnable: a finished piece is skipped, training resumes from its last checkpoint and
+# an evaluation from its results.jsonl. Every arm is evaluated in the REAL search engine on the 60 held-out
+# lookups, once per seed, and added to results/simrl-lookup (committed: episodes.jsonl, config.json, and the warm
+# start's adapter), so the next checkout goes on where this one stopped.
+#   scripts/simrl_experiment.sh warm           demos, the warm-start SFT, its evals (greedy and sampled) per seed
+#   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-control: GRPO per seed, then its evals
+#   scripts/simrl_experiment.sh table          the table docs/sim-rl.md shows (lwm agent experiment table)
+# ARM's config: configs/agent/rl-lookup-{real,sim,sim-fictional}.yaml (sim-control is the controlled variant:
+# the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
+#   SEEDS="0 1 2" STEPS=12 LR=0.00005 MINUTES=170 scripts/simrl_experiment.sh real
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SEEDS=${SEEDS:-0 1 2}; STEPS=${STEPS:-12}; LR=${LR:-0.00005}; MINUTES=${MINUTES:-170}
+LWM=${LWM:-$PWD/.venv/bin/lwm}
+A=runs/agent; R=results/simrl-lookup; EV=$A/eval-simrl
+EVAL=(--domain search --family syscall-lookup --family pymodule-lookup --split heldout --mode real --max-steps 3
+      --max-tokens 96 --batch 20)
+mkdir -p "$EV" "$R"
+
+warm() {
+  [ -s $A/demos-lookup.jsonl ] || $LWM agent demos --family syscall-lookup --family pymodule-lookup \
+      --out $A/demos-lookup.jsonl
+  if [ ! -f $R/warm-adapter/adapter_config.json ]; then
+    [ -f $A/sft-lookup/final/adapter_config.json ] || $LWM train sft --config configs/agent/sft-search-lookup.yaml
+    mkdir -p $R/warm-adapter
+    cp $A/sft-lookup/final/adapter_config.json $A/sft-lookup/final/adapter_model.safetensors $R/warm-adapter/
+  fi
+  # greedy, once: the warm start answers alike at every seed, so the table pairs it with each RL seed by task
+  $LWM agent eval "${EVAL[@]}" --policy hf:$R/warm-adapter --out $EV/warm
+  $LWM agent experiment add $R $EV/warm --arm warm \
+      --note "SFT on 480 expert rows (configs/agent/sft-search-lookup.yaml), evaluated greedy once"
+  for s in $SEEDS; do  # sampled as GRPO samples it: how often a task's samples disagree (a group's gradient)
+    $LWM agent eval "${EVAL[@]}" --policy hf:$R/warm-adapter --temperature 1.0 --seed "$s" --out $EV/warm-t1-s$s
+  done
+}
+
+arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated greedy in the real engine
+  evals=()
+  for s in $SEEDS; do
+    out=$A/simrl-$1-s$s
+    [ -f $out/final/adapter_config.json ] || $LWM agent train --config configs/agent/$2.yaml \
+        --set model=$R/warm-adapter --set output_dir=$out --set seed=$s --set max_steps=$STEPS \
+        --set learning_rate=$LR --set max_minutes=$MINUTES
+    $LWM agent eval "${EVAL[@]}" --policy hf:$out/final --seed "$s" --out $EV/$1-s$s
+    evals+=($EV/$1-s$s)
+  done
+  $LWM agent experiment add $R "${evals[@]}" --arm "$1" --note "configs/agent/$2.yaml, $STEPS steps, lr $LR"
+}
+
+case "${1:-}" in
+  warm) warm ;;
+  real) arm real rl-lookup-real ;;
+  sim) arm sim rl-lookup-sim ;;
+  sim-control) arm sim-control rl-lookup-sim-fictional ;;
+  table) $LWM agent experiment table $R --markdown ;;
+  *) echo "usage: $0 warm|real|sim|sim-control|table" >&2; exit 2 ;;
+esac
