@@ -21,7 +21,7 @@ from lwm.backends import BackendError
 from lwm.cli import options as o
 from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
-from lwm.envs import RecordTrajectory, SimEnv
+from lwm.envs.registration import open_env
 from lwm.serve.mirror import invalid_call
 from lwm.types import Trajectory, read_tools
 from lwm.worldmodel import ContextOverflowError, WorldModel
@@ -47,7 +47,7 @@ class SimShell:
     def __init__(self, wm: WorldModel, trajectory: Trajectory, console: Console, save: Path | None = None):
         self.wm, self.console = wm, console
         self.domain = get_domain(trajectory.domain)
-        self.env = RecordTrajectory(SimEnv(wm, self.domain), save=save, trajectory_id=trajectory.id)
+        self.env = open_env(self.domain.name, wm, save=save, record=True, trajectory_id=trajectory.id)
         self.screen, _ = self.env.reset(options={"trajectory": trajectory})
         self.terminal = self.domain.action_kind == "keystrokes"
         _, prompt = split_screen("", self.screen, "") if self.terminal else ("", None)

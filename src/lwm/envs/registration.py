@@ -38,18 +38,19 @@ def gym_names() -> dict[str, str]:
 
 def wrap(env: gym.Env, store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
          control: Control | ControlSpec | str | Path | None = None, *, record: bool = False,
-         provenance: dict[str, Any] | None = None, trajectory_id: str | None = None) -> gym.Env:
+         provenance: dict[str, Any] | None = None, trajectory_id: str | None = None,
+         save: str | Path | None = None) -> gym.Env:
     """``env`` with ``control`` around its steps, truncated after ``max_turns`` inside the recorder (so a
     truncated episode is recorded too), recorded into ``store`` (or kept in memory with ``record``) as
-    ``trajectory_id`` with ``provenance``. The one way every face, the agent loop and collection build an
-    environment's stack."""
+    ``trajectory_id`` with ``provenance``, saved whole to the file ``save`` after every step (``lwm shell``).
+    Every environment's stack is built here (through ``open_env``)."""
     env = apply_control(env, control)
     if max_turns:
         env = TimeLimit(env, max_episode_steps=max_turns)
-    if record or (store is not None and store != ""):
+    if record or save or (store is not None and store != ""):
         if isinstance(store, str | Path):
             store = TrajectoryStore(store)
-        env = RecordTrajectory(env, store, provenance=provenance, trajectory_id=trajectory_id)
+        env = RecordTrajectory(env, store, save=save, provenance=provenance, trajectory_id=trajectory_id)
     return env
 
 
@@ -57,7 +58,8 @@ def open_env(domain: str, world_model: WorldModel | None = None, *, context: Con
              env_options: dict[str, Any] | None = None, render_mode: str | None = None,
              store: str | Path | TrajectoryStore | None = None, max_turns: int | None = None,
              control: Control | ControlSpec | str | Path | None = None, record: bool = False,
-             provenance: dict[str, Any] | None = None, trajectory_id: str | None = None) -> gym.Env:
+             provenance: dict[str, Any] | None = None, trajectory_id: str | None = None,
+             save: str | Path | None = None) -> gym.Env:
     """The one way an lwm environment is made: ``domain`` simulated by ``world_model``, or with none the real one
     (``env_options`` as ``lwm collect --env-option``), starting from ``context``, inside ``wrap`` (control,
     turn limit, recording). The gym ids, served sessions, task episodes and collection all open theirs here."""
@@ -69,7 +71,8 @@ def open_env(domain: str, world_model: WorldModel | None = None, *, context: Con
         options = {**(env_options or {}), **({"context": context} if context is not None else {}),
                    **({"render_mode": render_mode} if render_mode is not None else {})}
         env = get("env", domain)(**options)
-    return wrap(env, store, max_turns, control, record=record, provenance=provenance, trajectory_id=trajectory_id)
+    return wrap(env, store, max_turns, control, record=record, provenance=provenance, trajectory_id=trajectory_id,
+                save=save)
 
 
 def make_sim(domain: str, model: str = DEFAULT_SPEC, *, world_model: WorldModel | None = None,
