@@ -24,16 +24,22 @@ warm() {
       --out $A/demos-lookup.jsonl
   if [ ! -f $R/warm-adapter/adapter_config.json ]; then
     [ -f $A/sft-lookup/final/adapter_config.json ] || $LWM train sft --config configs/agent/sft-search-lookup.yaml
-    mkdir -p $R/warm-adapter
-    cp $A/sft-lookup/final/adapter_config.json $A/sft-lookup/final/adapter_model.safetensors $R/warm-adapter/
+    mkdir -p $R/warm-adapter  # committed: the adapter in fp16 (4.9 MB), its config
+    cp $A/sft-lookup/final/adapter_config.json $R/warm-adapter/
+    .venv/bin/python -c "import sys, torch; from safetensors.torch import load_file, save_file
+save_file({k: v.to(torch.float16) for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])" \
+        $A/sft-lookup/final/adapter_model.safetensors $R/warm-adapter/adapter_model.safetensors
   fi
   # greedy, once: the warm start answers alike at every seed, so the table pairs it with each RL seed by task
   $LWM agent eval "${EVAL[@]}" --policy hf:$R/warm-adapter --out $EV/warm
   $LWM agent experiment add $R $EV/warm --arm warm \
       --note "SFT on 480 expert rows (configs/agent/sft-search-lookup.yaml), evaluated greedy once"
+  sampled=()
   for s in $SEEDS; do  # sampled as GRPO samples it: how often a task's samples disagree (a group's gradient)
     $LWM agent eval "${EVAL[@]}" --policy hf:$R/warm-adapter --temperature 1.0 --seed "$s" --out $EV/warm-t1-s$s
+    sampled+=($EV/warm-t1-s$s)
   done
+  $LWM agent experiment spread "${sampled[@]}" | tee $R/warm-spread.txt
 }
 
 arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated greedy in the real engine

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lwm.agent.evaluate import eval_tasks
-from lwm.agent.experiment import add_arm, arm_table
+from lwm.agent.experiment import add_arm, arm_table, sampling_spread
 from lwm.cli import app
 from lwm.rollout.tasks import tasks
 
@@ -56,3 +56,10 @@ def test_a_warm_start_evaluated_once_pairs_with_every_seed_of_an_arm(evals, tmp_
     add_arm(tmp_path / "r", "real", [evals / "expert-s0", evals / "expert-s1"])
     warm, real = arm_table(tmp_path / "r")
     assert warm.episodes == 3 and (real.pairs, real.diff) == (6, 1.0)
+
+
+def test_the_spread_of_a_policys_seeds_counts_tasks_that_differ(evals):
+    same = sampling_spread([evals / "expert-s0", evals / "expert-s1"])
+    assert (same.tasks, same.seeds, same.mean, same.varied, same.within_sd) == (3, 2, 1.0, 0.0, 0.0)
+    mixed = sampling_spread([evals / "expert-s0", evals / "mock-s1"])  # as if one policy had answered both ways
+    assert mixed.varied == 1.0 and mixed.within_sd == 0.5

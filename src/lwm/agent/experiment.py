@@ -132,3 +132,31 @@ def arm_table(results: Path) -> list[ArmSummary]:
                               diff["se"] if diff else None,
                               sum(len(r) > 1 for r in per_task.values()) / len(per_task) if len(seeds) > 1 else None))
     return out
+
+
+@dataclass
+class Spread:
+    """How a sampled policy's episodes of one task differ across seeds: what a GRPO group of that size sees."""
+
+    tasks: int
+    seeds: int
+    mean: float
+    varied: float
+    """Share of tasks whose rewards are not all equal across the seeds (a group with a gradient)."""
+    within_sd: float
+    """Mean over tasks of the rewards' standard deviation across seeds."""
+
+
+def sampling_spread(evals: Sequence[Path]) -> Spread:
+    """The spread of ``evals`` (one policy, sampled, one eval folder per seed), task by task."""
+    from statistics import pstdev
+
+    by_task: dict[str, list[float]] = {}
+    for folder in evals:
+        for r in JsonlFile(Path(folder) / "results.jsonl", EvalRow).rows():
+            by_task.setdefault(r.task, []).append(r.reward)
+    if not by_task:
+        raise ValueError("no episodes in these eval folders")
+    values = [v for rewards in by_task.values() for v in rewards]
+    return Spread(len(by_task), len(evals), mean(values), sum(len(set(r)) > 1 for r in by_task.values()) / len(by_task),
+                  mean(pstdev(r) for r in by_task.values()))

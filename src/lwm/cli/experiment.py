@@ -60,3 +60,17 @@ def table_cmd(results: Results,
     for row in rows:
         table.add_row(*row)
     Console().print(table)
+
+
+@experiment_app.command("spread")
+def spread_cmd(evals: Annotated[list[Path], typer.Argument(help="One policy's sampled evals (--temperature 1), one "
+                                                                "folder per seed.")]) -> None:
+    """How often one task's sampled episodes disagree: the share of GRPO groups with a gradient at all."""
+    from lwm.agent.experiment import sampling_spread
+
+    try:
+        s = sampling_spread(evals)
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc), 2) from None
+    Console().print(f"{s.tasks} tasks x {s.seeds} seeds: mean reward {s.mean:.3f}; tasks whose rewards differ "
+                    f"across seeds {s.varied:.0%}; mean within-task s.d. {s.within_sd:.3f}")
