@@ -9,10 +9,10 @@
 #   scripts/simrl_experiment.sh table          the table docs/sim-rl.md shows (lwm agent experiment table)
 # ARM's config: configs/agent/rl-lookup-{real,sim,sim-fictional}.yaml (sim-control is the controlled variant:
 # the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
-#   SEEDS="0 1 2" STEPS=12 LR=0.00005 MINUTES=170 scripts/simrl_experiment.sh real
+#   SEEDS="0 1 2" STEPS=12 LR=0.00015 MINUTES=170 scripts/simrl_experiment.sh real
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SEEDS=${SEEDS:-0 1 2}; STEPS=${STEPS:-12}; LR=${LR:-0.00005}; MINUTES=${MINUTES:-170}
+SEEDS=${SEEDS:-0 1 2}; STEPS=${STEPS:-12}; LR=${LR:-0.00015}; MINUTES=${MINUTES:-170}
 LWM=${LWM:-$PWD/.venv/bin/lwm}
 A=runs/agent; R=results/simrl-lookup; EV=$A/eval-simrl
 EVAL=(--domain search --family syscall-lookup --family pymodule-lookup --split heldout --mode real --max-steps 3
