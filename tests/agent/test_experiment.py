@@ -63,3 +63,13 @@ def test_the_spread_of_a_policys_seeds_counts_tasks_that_differ(evals):
     assert (same.tasks, same.seeds, same.mean, same.varied, same.within_sd) == (3, 2, 1.0, 0.0, 0.0)
     mixed = sampling_spread([evals / "expert-s0", evals / "mock-s1"])  # as if one policy had answered both ways
     assert mixed.varied == 1.0 and mixed.within_sd == 0.5
+
+
+def test_the_committed_lookup_results_compute_the_docs_table():
+    """results/simrl-lookup is committed so that a new checkout goes on from it; its warm arm is the docs' row."""
+    from pathlib import Path
+
+    results = Path(__file__).parents[2] / "results" / "simrl-lookup"
+    arms = {a.arm: a for a in arm_table(results)}
+    assert arms["warm"].episodes == 60 and round(arms["warm"].mean, 3) == 0.804
+    assert (results / "warm-adapter" / "adapter_config.json").is_file()
