@@ -42,6 +42,15 @@ save_file({k: v.to(torch.float16) for k, v in load_file(sys.argv[1]).items()}, s
   $LWM agent experiment spread "${sampled[@]}" | tee $R/warm-spread.txt
 }
 
+world() {  # the simulator of the sim arms: lwm-mini fine-tuned on the real engine's pages of the TRAIN lookups
+  [ -s $A/wm-lookup.gguf ] && return
+  [ -d $A/demos-lookup-real ] || $LWM agent demos --family syscall-lookup --family pymodule-lookup \
+      --out $A/demos-lookup-rows.jsonl --record $A/demos-lookup-real
+  [ -s $A/wm-lookup-sft.jsonl ] || $LWM data build $A/demos-lookup-real --stage sft --compact --out $A/wm-lookup-sft.jsonl
+  [ -f $A/wm-lookup/final/adapter_config.json ] || $LWM train sft --config configs/agent/wm-search-lookup.yaml
+  $LWM train export $A/wm-lookup/final --out $A/wm-lookup.gguf
+}
+
 arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated greedy in the real engine
   evals=()
   for s in $SEEDS; do
@@ -58,8 +67,8 @@ arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated gre
 case "${1:-}" in
   warm) warm ;;
   real) arm real rl-lookup-real ;;
-  sim) arm sim rl-lookup-sim ;;
-  sim-control) arm sim-control rl-lookup-sim-fictional ;;
+  sim) world; arm sim rl-lookup-sim ;;
+  sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
   table) $LWM agent experiment table $R --markdown ;;
   *) echo "usage: $0 warm|real|sim|sim-control|table" >&2; exit 2 ;;
 esac
