@@ -34,7 +34,7 @@ def test_arms_pair_with_the_warm_start_by_task_and_seed(evals, tmp_path):
     assert (real.arm, real.episodes, real.pairs, real.wins, real.diff, real.diff_se) == ("real", 6, 6, 6, 1.0, 0.0)
     assert real.spread == 0.0  # the expert answers every seed alike
     config = json.loads((results / "config.json").read_text())
-    assert config["real"]["evals"]["0"]["policy"] == "expert" and "commit" in config["real"]
+    assert config["real"]["evals"]["0"]["policy"] == "expert" and set(config["real"]["commits"]) == {"0", "1"}
     rows = [json.loads(line) for line in (results / "episodes.jsonl").read_text().splitlines()]
     assert set(rows[0]) == {"arm", "task", "seed", "reward", "steps"}
 

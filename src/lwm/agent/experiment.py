@@ -56,8 +56,8 @@ def _commit() -> str | None:
 
 def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = None) -> int:
     """Add the episodes of ``evals`` (``lwm agent eval --out`` folders, one per seed) to ``results`` as ``arm``
-    (an earlier row of the same arm, seed and task is replaced); their settings, the commit and ``note`` go
-    into ``config.json``. Returns the number of episodes added."""
+    (an earlier row of the same arm, seed and task is replaced); their settings and the commit that made them,
+    by seed, and ``note`` go into ``config.json``. Returns the number of episodes added."""
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}? one of {', '.join(ARMS)}")
     rows: list[ArmEpisode] = []
@@ -81,7 +81,9 @@ def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = N
     store.write_all(sorted(kept.values(), key=lambda e: (ARMS.index(e.arm), e.seed, e.task)))
     config_path = results / CONFIG
     config = json.loads(config_path.read_text()) if config_path.exists() else {}
-    config[arm] = {"evals": settings, "commit": _commit(), **({"note": note} if note else {})}
+    earlier = config.get(arm, {})
+    config[arm] = {"evals": {**earlier.get("evals", {}), **settings}, "commits": {
+        **earlier.get("commits", {}), **dict.fromkeys(settings, _commit())}, **({"note": note} if note else {})}
     config_path.write_text(json.dumps(config, indent=2) + "\n")
     return len(rows)
 
