@@ -119,9 +119,9 @@ class Counting:
 
 
 def check_eval(model_dir: Path, size: dict[str, int]) -> dict[str, Any]:
+    from lwm.model_options import world_model
     from lwm.rollout.loop import run_episodes
     from lwm.rollout.policies import LocalPolicy
-    from lwm.model_options import world_model
     from lwm.rollout.tasks import tasks
 
     chosen = tasks("search", "train")
