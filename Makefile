@@ -21,4 +21,4 @@ bench: setup
 	.venv/bin/python benchmarks/bench_step.py
 
 lint: setup
-	.venv/bin/ruff check src tests benchmarks
+	.venv/bin/ruff check src tests benchmarks scripts integrations
