@@ -38,7 +38,6 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "metric": ("lwm.bench.scorer",), "explorer": ("lwm.collect.explorers",)}
 """The modules whose import registers lwm's own parts of each kind."""
 _parts: dict[str, dict[str, Any]] = {}
-_loaded: set[str] = set()
 _plugins_loaded = False
 _loading = threading.RLock()
 _ready: set[str] = set()
@@ -93,10 +92,10 @@ def _load(kind: Kind) -> None:
     if kind in _ready:
         return
     with _loading:
-        if kind not in _loaded:
-            for module in BUILTIN[kind]:
-                importlib.import_module(module)
-            _loaded.add(kind)
+        if kind in _ready:
+            return
+        for module in BUILTIN[kind]:
+            importlib.import_module(module)
         if not _plugins_loaded:
             _plugins_loaded = True
             for ep in entry_points(group="lwm.plugins"):

@@ -136,7 +136,7 @@ COMPARED_SETTINGS = ("max_steps", "max_tokens", "temperature", "mode", "control"
 """Settings two evals must share to be compared like for like."""
 
 
-def _load_run(folders: Sequence[Path]) -> tuple[dict[tuple[int, str], EvalRow], dict[str, Any]]:
+def load_evals(folders: Sequence[Path]) -> tuple[dict[tuple[int, str], EvalRow], dict[str, Any]]:
     """One run's episodes keyed by (seed, task), from one eval folder or several (the same policy at other seeds)."""
     rows: dict[tuple[int, str], EvalRow] = {}
     settings: dict[str, Any] = {}
@@ -160,7 +160,7 @@ def compare_runs(runs: Sequence[Path | Sequence[Path]]) -> tuple[list[ComparedRu
     loaded = []
     for run in runs:
         folders = [run] if isinstance(run, Path) else list(run)
-        loaded.append(("+".join(str(f) for f in folders), *_load_run(folders)))
+        loaded.append(("+".join(str(f) for f in folders), *load_evals(folders)))
     _, base, base_settings = loaded[0]
     compared = []
     for name, rows, settings in loaded:

@@ -21,9 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from lwm.agent.evaluate import EvalRow
+from lwm.agent.evaluate import EvalRow, load_evals
 from lwm.data.jsonl import JsonlFile
-from lwm.runfolder import read_run
 from lwm.stats import paired, standard_error
 
 Arm = Literal["warm", "real", "sim", "sim-control"]
@@ -63,17 +62,13 @@ def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = N
     rows: list[ArmEpisode] = []
     settings = {}
     for folder in evals:
-        path = Path(folder) / "results.jsonl"
-        if not path.is_file():
-            raise FileNotFoundError(f"{folder} has no results.jsonl (an lwm agent eval --out folder)")
-        run = read_run(Path(folder)).get("eval") or {}
+        episodes, run = load_evals([Path(folder)])  # the eval loader compare_runs uses
         if run.get("mode") != "real":
             raise ValueError(f"{folder} was evaluated in mode {run.get('mode')!r}: every arm is evaluated in the "
                              "real environment")
-        seed = int(run.get("seed", 0))
-        settings[str(seed)] = run
-        rows += [ArmEpisode(arm=arm, task=r.task, seed=seed, reward=r.reward, steps=r.steps)  # type: ignore[arg-type]
-                 for r in JsonlFile(path, EvalRow).rows()]
+        settings[str(run.get("seed", 0))] = run
+        rows += [ArmEpisode(arm=arm, task=task, seed=seed, reward=r.reward, steps=r.steps)  # type: ignore[arg-type]
+                 for (seed, task), r in episodes.items()]
     results.mkdir(parents=True, exist_ok=True)
     store = JsonlFile(results / EPISODES, ArmEpisode)
     kept = {e.key: e for e in store.rows()} if (results / EPISODES).exists() else {}
@@ -125,14 +120,11 @@ def arm_table(results: Path) -> list[ArmSummary]:
         values = [e.reward for e in rows.values()]
         diff = paired([rows[k].reward - warm[k].reward for k in rows if k in warm]) if arm != "warm" else None
         seeds = {seed for seed, _ in rows}
-        per_task: dict[str, set[float]] = {}
-        for (_, task), e in rows.items():
-            per_task.setdefault(task, set()).add(e.reward)
         out.append(ArmSummary(arm, len(rows), len(seeds), mean(values), standard_error(values) or 0.0,
                               diff["n"] if diff else 0, diff["wins"] if diff else 0, diff["ties"] if diff else 0,
                               diff["losses"] if diff else 0, diff["mean"] if diff else None,
                               diff["se"] if diff else None,
-                              sum(len(r) > 1 for r in per_task.values()) / len(per_task) if len(seeds) > 1 else None))
+                              _varied(_by_task(rows))[0] if len(seeds) > 1 else None))
     return out
 
 
@@ -151,14 +143,24 @@ class Spread:
 
 def sampling_spread(evals: Sequence[Path]) -> Spread:
     """The spread of ``evals`` (one policy, sampled, one eval folder per seed), task by task."""
+    episodes, _ = load_evals([Path(folder) for folder in evals])  # refuses two folders of one seed
+    if not episodes:
+        raise ValueError("no episodes in these eval folders")
+    by_task = _by_task(episodes)
+    varied, within = _varied(by_task)
+    return Spread(len(by_task), len(evals), mean(r.reward for r in episodes.values()), varied, within)
+
+
+def _by_task(episodes: dict[tuple[int, str], ArmEpisode] | dict[tuple[int, str], EvalRow]) -> dict[str, list[float]]:
+    by_task: dict[str, list[float]] = {}
+    for (_, task), row in episodes.items():
+        by_task.setdefault(task, []).append(row.reward)
+    return by_task
+
+
+def _varied(by_task: dict[str, list[float]]) -> tuple[float, float]:
+    """(share of tasks whose rewards differ across seeds, mean over tasks of their standard deviation)."""
     from statistics import pstdev
 
-    by_task: dict[str, list[float]] = {}
-    for folder in evals:
-        for r in JsonlFile(Path(folder) / "results.jsonl", EvalRow).rows():
-            by_task.setdefault(r.task, []).append(r.reward)
-    if not by_task:
-        raise ValueError("no episodes in these eval folders")
-    values = [v for rewards in by_task.values() for v in rewards]
-    return Spread(len(by_task), len(evals), mean(values), sum(len(set(r)) > 1 for r in by_task.values()) / len(by_task),
-                  mean(pstdev(r) for r in by_task.values()))
+    return (sum(len(set(r)) > 1 for r in by_task.values()) / len(by_task),
+            mean(pstdev(r) for r in by_task.values()))

@@ -125,7 +125,7 @@ REPORTER = _Console()
 
 
 @contextmanager
-def _exits() -> Iterator[None]:
+def bench_errors() -> Iterator[None]:
     """The pipeline's errors as the CLI's: a user's mistake exits 2 with its message, Ctrl+C exits 130."""
     try:
         yield
@@ -138,7 +138,7 @@ def _exits() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def _score(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None) -> None:
+def show_scores(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None) -> None:
     """Score, then print the tables (and where the report went)."""
     scores = pipeline.score(out, samples, rows)
     console.print(score_table(scores))
@@ -157,7 +157,7 @@ def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit 
               force_new: ForceNew = False, *, options: o.ModelOptions) -> None:
     """Predict the observation of every sample (resumes: finished samples are kept, if the model, sampling
     and data are the ones recorded in OUT/run.json)."""
-    with _exits():
+    with bench_errors():
         pipeline.infer(data, out, options, limit=limit, concurrency=concurrency, force_new=force_new,
                        protocol=pipeline.read_protocol(protocol, REPORTER), reporter=REPORTER)
 
@@ -180,7 +180,7 @@ def judge_cmd(out: Out, judge_spec: Judge = "rules", data: Annotated[Path | None
               floor: Floor = None, force_new: ForceNew = False) -> None:
     """Score every prediction with rules or an LLM judge (resumes: judged samples are kept, if the judge is
     the one recorded; a sample predicted again since it was judged is judged again)."""
-    with _exits():
+    with bench_errors():
         if predictions_file is not None:
             samples = pipeline.import_predictions(predictions_file, out, REPORTER)
         else:
@@ -205,14 +205,14 @@ def score_cmd(out: Annotated[Path | None, typer.Option("--out", "--output-dir", 
         if out is None:  # the judged file may be another tool's output: lwm writes only where it is told to
             raise fail("--predictions: give --out, the folder where scores.json (and report.html) go", 2)
         rows = [row.model_dump(exclude_none=True) for row in JsonlFile(predictions_file, Judgement).rows()]
-        with _exits():
-            _score(out, None, rows)
+        with bench_errors():
+            show_scores(out, None, rows)
         return
     if out is None:
         raise typer.BadParameter("give --out (a run folder) or --predictions (a judged file)")
     source = pipeline.recorded_data(out) if report else None
-    with _exits():
-        _score(out, {s.key: s for s in load_samples(source)} if source else None)
+    with bench_errors():
+        show_scores(out, {s.key: s for s in load_samples(source)} if source else None)
 
 
 @bench_app.command("run")
@@ -224,7 +224,7 @@ def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Conc
             judge_retries: JudgeRetries = None, floor: Floor = None, force_new: ForceNew = False, *,
             options: o.ModelOptions) -> None:
     """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
-    with _exits():
+    with bench_errors():
         published = pipeline.read_protocol(protocol, REPORTER)
         by_key = {s.key: s for s in pipeline.infer(data, out, options, limit=limit, concurrency=concurrency,
                                                    force_new=force_new, protocol=published, reporter=REPORTER)}
@@ -232,7 +232,7 @@ def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Conc
                                         judge_api_key or options.api_key, judge_max_tokens, judge_temperature,
                                         judge_retries, prompts_dir, floor if floor is not None else protocol is None)
         pipeline.judge(by_key, out, judging, concurrency=concurrency, protocol=published, reporter=REPORTER)
-        _score(out, by_key)
+        show_scores(out, by_key)
 
 
 @bench_app.command("compare")
@@ -243,7 +243,7 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
     mean difference and its standard error) where both have judged.jsonl."""
     if len(runs) < 2:
         raise typer.BadParameter("give at least two run folders")
-    with _exits():
+    with bench_errors():
         compared = pipeline.compare(runs)
     if compared.note:
         console.print(compared.note)

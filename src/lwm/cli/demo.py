@@ -25,7 +25,7 @@ from lwm.bench.rules import DIMENSIONS
 from lwm.bench.run import judgements
 from lwm.bench.samples import export_trajectories, write_samples
 from lwm.cli import options as o
-from lwm.cli.bench import REPORTER, _exits, _score
+from lwm.cli.bench import REPORTER, bench_errors, show_scores
 from lwm.cli.common import fail
 from lwm.envs.registration import open_env
 from lwm.rollout.loop import Episode, play
@@ -91,7 +91,7 @@ def demo(
         raise fail(f"the real terminal could not start: {exc}") from None
     data = out / "samples"
     write_samples(export_trajectories([trajectory]), data)
-    with _exits():
+    with bench_errors():
         by_key = {s.key: s for s in pipeline.infer(data, out, options, concurrency=1, force_new=True,
                                                    reporter=REPORTER)}
         pipeline.judge(by_key, out, pipeline.JudgeOptions("rules"), concurrency=1, force_new=True, reporter=REPORTER)
@@ -109,8 +109,8 @@ def demo(
     console.print(table)
     update_run(out, demo={"model": model, "episode": trajectory.id, "commands": len(COMMANDS), "lwm": __version__,
                           "started": started, "finished": datetime.now(UTC).isoformat(timespec="seconds")})
-    with _exits():
-        _score(out, by_key)
+    with bench_errors():
+        show_scores(out, by_key)
     console.print(f"(dimensions: {', '.join(DIMENSIONS)})")
     if options.model == DEFAULT_SPEC:
         console.print(SMALL_MODEL_NOTE)
