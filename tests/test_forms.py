@@ -6,6 +6,7 @@ from lwm.domains import get_domain
 from lwm.forms import (
     answer_note,
     expects_json,
+    is_error,
     html_text,
     is_html,
     is_json,
@@ -39,6 +40,10 @@ def test_truncation_marks_html_and_json_are_recognised():
     assert expects_json(['{"x": 1}'], [], False) and not expects_json(["done"], ['{"x": 1}'], False)
     assert expects_json([], ['{"x": 1}', "[]"], False) and not expects_json([], [], False)
     assert expects_json([], [], True)
+    # evidence before the declared schema: a server that declares one may still answer text
+    assert not expects_json(["Allowed directories:\n/work"], [], True)
+    assert not expects_json([], ["Allowed directories:\n/work"], True)
+    assert is_error("Error: ENOENT: no such file") and is_error("MCP error -32602: bad") and not is_error('{"e": 1}')
     assert answer_note({"finish_reason": "loop", "form": {"loop": {"period": 3, "cut": 40}}}).startswith("the answer")
     assert answer_note({"finish_reason": "stop"}) == ""
 
@@ -94,6 +99,12 @@ def test_json_is_asked_for_again_under_constraint_where_the_tool_answered_json_b
     # a declared output schema says JSON before any result
     obs = complete(MockBackend([tagged("No"), '{"found": 0}']), conv(CALL, tools=frozenset({"search_nodes"})))
     assert obs.content == '{"found": 0}'
+    # ... but not over the session's own text results of that tool, and never for an error result
+    schema = frozenset({"search_nodes"})
+    assert complete(MockBackend([tagged("No nodes"), "{}"]), conv(CALL, [(CALL, "Found nothing")], schema)).content \
+        == "No nodes"
+    error = complete(MockBackend([tagged("Error: query is required"), "{}"]), conv(CALL, tools=schema))
+    assert error.content == "Error: query is required" and "json" not in error.metadata.get("form", {})
 
 
 def test_html_is_resampled_then_stripped_and_empty_answers_never_stand():

@@ -134,13 +134,24 @@ def wants_html(observations: Sequence[str]) -> bool:
 
 
 def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_schema: bool) -> bool:
-    """Whether a tool call's result is JSON: the tool declares an output schema, or its latest result in this
-    session is JSON, or (no result yet) every retrieved result of the same tool is."""
-    if output_schema:
-        return True
+    """Whether a tool call's result is JSON, by the nearest evidence: the tool's latest result in this session,
+    else (no result yet) every retrieved result of the same tool, else its declared output schema. Evidence
+    before the schema: a server may declare one and still render text (the filesystem server declares
+    ``{"content": string}`` and answers ``Allowed directories: ...``)."""
     if tool_results:
         return is_json(tool_results[-1])
-    return bool(examples) and all(is_json(e) for e in examples)
+    if examples:
+        return all(is_json(e) for e in examples)
+    return output_schema
+
+
+_ERROR = re.compile(r"^\s*(?:MCP error|Error\b|error:|Traceback)", re.IGNORECASE)
+
+
+def is_error(text: str) -> bool:
+    """An answer that is an error result (``Error: ...``, ``MCP error -32602: ...``): text for any tool, JSON
+    results or not, so it is never forced into JSON."""
+    return bool(_ERROR.match(text))
 
 
 def answer_note(metadata: dict[str, Any]) -> str:

@@ -154,7 +154,8 @@ class WorldModel:
         if tool is not None:
             results = [strip_marker(a) for u, a in conv.pairs if tool_name(action_text(u)) == tool]
             same = [t.after for t in shown if tool_name(t.action) == tool]
-            if forms.expects_json(results, same, tool in conv.json_tools) and not forms.is_json(observation.content):
+            if forms.expects_json(results, same, tool in conv.json_tools) and not forms.is_json(observation.content) \
+                    and not forms.is_error(observation.content):
                 constrained = await self.generate(messages, domain, config.model_copy(update={"json_only": True}),
                                                   resolve)
                 if forms.is_json(constrained.content):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from lwm.domains import ActionError, domain_names, get_domain
+from lwm.domains.base import output_shape, render_tools
 from lwm.types import Context
 from lwm.worldmodel import WorldModel
 from tests.samples import BAD_ACTIONS, SAMPLES, trajectory
@@ -86,6 +87,23 @@ def test_full_and_compact_system_prompts_carry_the_context(name):
     assert '"inputSchema"' in full
     judge = domain.judge_prompt()
     assert "<final_evaluation>" in judge and "factuality" in judge and "{rubric}" not in judge
+
+
+def test_compact_tools_say_what_a_tool_returns_when_its_server_declares_it():
+    """An MCP ``outputSchema`` becomes a value skeleton on the tool's line: the shape of a first result of a
+    tool the world model never saw (sequential-thinking's server declares one)."""
+    tool = {"name": "think", "description": "Thinks.", "inputSchema": {"properties": {"thought": {}}},
+            "outputSchema": {"type": "object", "properties": {
+                "n": {"type": "number"}, "done": {"type": ["boolean", "null"]},
+                "branches": {"type": "array", "items": {"type": "string"}},
+                "mode": {"enum": ["a", "b"]}, "meta": {"type": "object", "properties": {"k": {}}}}}}
+    line = render_tools([tool], compact=True)
+    assert line == ('- think(thought) -> {"n": number, "done": boolean, "branches": [string], '
+                    '"mode": "a" | "b", "meta": {"k": value}}: Thinks.')
+    assert render_tools([{**tool, "outputSchema": None}], compact=True) == "- think(thought): Thinks."
+    ref = {"properties": {"source": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"properties": {"tz": {"type": "string"}}}}}
+    assert output_shape(ref) == '{"source": {"tz": string}}'
+    assert output_shape({"type": "array"}) == "[]"
 
 
 def test_data_carried_system_prompt_wins():

@@ -159,7 +159,8 @@ class Domain:
 
 
 def render_tools(tools: list[dict[str, Any]], *, compact: bool) -> str:
-    """Tool definitions as JSON (full) or one line per tool with its parameters (compact)."""
+    """Tool definitions as JSON (full) or one line per tool (compact): its parameters, the shape of what it
+    returns where the tool declares an output schema, and the first line of its description."""
     if not compact:
         return "```json\n" + json.dumps(tools, ensure_ascii=False, indent=2) + "\n```"
     lines = []
@@ -168,8 +169,39 @@ def render_tools(tools: list[dict[str, Any]], *, compact: bool) -> str:
         schema = spec.get("inputSchema") or spec.get("input_schema") or spec.get("parameters") or {}
         params = ", ".join(schema.get("properties", {}))
         desc = (spec.get("description") or "").strip().splitlines()
-        lines.append(f"- {spec.get('name', '?')}({params})" + (f": {desc[0]}" if desc else ""))
+        returns = spec.get("outputSchema") or spec.get("output_schema")
+        shape = f" -> {output_shape(returns)}" if isinstance(returns, dict) else ""
+        lines.append(f"- {spec.get('name', '?')}({params}){shape}" + (f": {desc[0]}" if desc else ""))
     return "\n".join(lines)
+
+
+def output_shape(schema: dict[str, Any], depth: int = 0, root: dict[str, Any] | None = None) -> str:
+    """A JSON Schema as the skeleton of a value (``{"n": number, "tags": [string]}``): what a tool the world
+    model never saw returns, in the few tokens a compact prompt can spend (MCP servers may declare an
+    ``outputSchema``; issue 44). Local ``$ref``s are followed; of ``anyOf``/``oneOf``, the first choice."""
+    root = root if root is not None else schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and depth < 3:
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        return output_shape(target, depth + 1, root) if isinstance(target, dict) else "value"
+    choices = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return output_shape(choices[0], depth, root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    props = schema.get("properties")
+    if isinstance(props, dict) and props and depth < 3:
+        return "{" + ", ".join(f"{json.dumps(k)}: {output_shape(v if isinstance(v, dict) else {}, depth + 1, root)}"
+                               for k, v in props.items()) + "}"
+    if kind == "array" and depth < 3:
+        items = schema.get("items")
+        return "[" + (output_shape(items, depth + 1, root) if isinstance(items, dict) else "") + "]"
+    if isinstance(schema.get("enum"), list):
+        return " | ".join(json.dumps(v) for v in schema["enum"][:5])
+    return kind if isinstance(kind, str) else "value"
 
 
 def tool_call(content: Any, domain: str, allowed: set[str] | None = None) -> dict[str, Any]:
