@@ -6,8 +6,8 @@ from lwm.domains import get_domain
 from lwm.forms import (
     answer_note,
     expects_json,
-    is_error,
     html_text,
+    is_error,
     is_html,
     is_json,
     repeating_tail,
