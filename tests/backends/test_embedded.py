@@ -210,6 +210,28 @@ def test_json_only_answers_one_json_value():
     assert out.text.lstrip()[:1] in "{[\"" or out.text.lstrip()[:1].isdigit()
 
 
+def test_a_json_constrained_answer_that_loops_is_stopped_without_killing_the_process():
+    """Forcing the end token under the JSON grammar made llama.cpp abort the process (GGML_ABORT: an end the
+    grammar does not accept); a constrained loop now stops the next decode instead. Run in a child process, so
+    that a regression fails this test rather than ending the test run."""
+    import subprocess
+    import sys
+
+    code = """
+from lwm.backends import GenerateConfig
+from lwm.backends.embedded import EmbeddedBackend
+b = EmbeddedBackend(n_ctx=2048)
+ask = [{"role": "user", "content": 'Write a JSON list with the string "ok" repeated 300 times.'}]
+out = b._complete(ask, GenerateConfig(temperature=0.0, max_tokens=400, json_only=True))
+again = b._complete([{"role": "user", "content": "Say hi."}], GenerateConfig(temperature=0.0, max_tokens=8))
+print(out.finish_reason, out.completion_tokens, len(out.text), bool(again.text.strip()))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    reason, _, length, usable = run.stdout.split()[-4:]
+    assert reason == "loop" and 0 < int(length) < 1600 and usable == "True"
+
+
 def test_lwm_mini_runs_merged_into_its_base_and_agrees_with_the_run_time_adapter():
     """The merged Q8_0 model (built once into the cache) writes what base + run-time adapter write on the
     sessions it was trained for (the committed bench sample's terminal prompts: the first line of the answer)."""

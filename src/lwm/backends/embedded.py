@@ -121,7 +121,7 @@ class _Abort:
     def __init__(self, llm: Any) -> None:
         import llama_cpp
 
-        self.event: threading.Event | None = None
+        self.event: threading.Event | _Watch | None = None
         self._callback = llama_cpp.ggml_abort_callback(lambda _: self.event is not None and self.event.is_set())
         llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._callback, None)
 
@@ -183,31 +183,49 @@ class _Watch:
     the answer so far ends in a loop (``lwm.forms.repeating_tail`` over its tokens, checked every few tokens).
 
     llama.cpp calls it through a C callback, where a raised exception would be swallowed, so it forces
-    the end-of-generation token instead; the caller discards a cancelled answer and reports a loop."""
+    the end-of-generation token instead; the caller discards a cancelled answer and reports a loop. Under a
+    grammar (JSON-constrained answers) an end token the grammar does not accept aborts the whole process
+    (llama.cpp's ``GGML_ABORT`` in ``llama_grammar_accept_impl``), so there it leaves the scores alone and
+    ``halt``s: the model's abort callback reads ``is_set`` and stops the next decode, and the caller keeps the
+    tokens generated so far (``generated``)."""
 
-    def __init__(self, cancel: threading.Event, eos: int, stop_loops: bool = True):
-        self.cancel, self.eos, self.stop_loops = cancel, eos, stop_loops
+    def __init__(self, cancel: threading.Event, eos: int, stop_loops: bool = True, constrained: bool = False):
+        self.cancel, self.eos, self.stop_loops, self.constrained = cancel, eos, stop_loops, constrained
         self.start: int | None = None
         self.looped = False
+        self.halted = False
+        self._seen: Any = None
+
+    def is_set(self) -> bool:
+        """Whether llama.cpp's abort callback should stop the running decode (``_Abort`` reads it)."""
+        return self.cancel.is_set() or self.halted
+
+    def generated(self) -> list[int]:
+        """The tokens generated before the processor's last call."""
+        return [] if self._seen is None or self.start is None else self._seen[self.start:].tolist()
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import numpy as np
 
         if self.start is None:
             self.start = len(input_ids)
+        self._seen = input_ids
         generated = len(input_ids) - self.start
         if self.stop_loops and not self.looped and generated >= LOOP_MIN_SPAN and generated % 4 == 0:
             self.looped = repeating_tail(input_ids[self.start:].tolist()) is not None
         if self.cancel.is_set() or self.looped:
+            if self.constrained:
+                self.halted = True
+                return scores
             scores = np.full_like(scores, -np.inf)
             scores[self.eos] = 0.0  # the first sampler of the chain sees the vocabulary in id order
         return scores
 
 
-def _stop_when(cancel: threading.Event, eos: int, stop_loops: bool = True) -> Any:
+def _stop_when(cancel: threading.Event, eos: int, stop_loops: bool = True, constrained: bool = False) -> Any:
     from llama_cpp import LogitsProcessorList
 
-    return LogitsProcessorList([_Watch(cancel, eos, stop_loops)])
+    return LogitsProcessorList([_Watch(cancel, eos, stop_loops, constrained)])
 
 
 def _json_grammar() -> Any:
@@ -297,9 +315,10 @@ class EmbeddedBackend:
         with model.lock:
             if cancel.is_set():  # cancelled while queued behind another call
                 raise GenerationCancelled
-            model.abort.event = cancel
-            processors = _stop_when(cancel, llm.token_eos(), stop_loops=config.stop_loops)
+            processors = _stop_when(cancel, llm.token_eos(), stop_loops=config.stop_loops,
+                                    constrained=config.json_only)
             watch = next(p for p in processors if isinstance(p, _Watch))
+            model.abort.event = watch
             sampling = dict(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
                             top_p=config.top_p if config.top_p is not None else 1.0,
                             logits_processor=processors,
@@ -319,7 +338,11 @@ class EmbeddedBackend:
             except RuntimeError:  # llama_decode returned 2: aborted by the callback
                 if cancel.is_set():
                     raise GenerationCancelled from None
-                raise
+                if not watch.halted:
+                    raise
+                # a constrained answer that looped: what it wrote before the stop, cut as a loop downstream
+                text = llm.detokenize(watch.generated()).decode("utf-8", errors="ignore")
+                out = {"choices": [{"finish_reason": "loop"}], "usage": {}}
             finally:
                 model.abort.event = None
             if cancel.is_set():
