@@ -5,9 +5,9 @@
 # lookups, once per seed, and added to results/simrl-lookup (committed: episodes.jsonl, config.json, and the warm
 # start's adapter), so the next checkout goes on where this one stopped.
 #   scripts/simrl_experiment.sh warm           demos, the warm-start SFT, its evals (greedy and sampled) per seed
-#   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-control: GRPO per seed, then its evals
+#   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control: GRPO per seed, then evals
 #   scripts/simrl_experiment.sh table          the table docs/sim-rl.md shows (lwm agent experiment table)
-# ARM's config: configs/agent/rl-lookup-{real,sim,sim-fictional}.yaml (sim-control is the controlled variant:
+# ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional}.yaml (sim-control is the controlled variant:
 # the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
 #   SEEDS="0 1 2" STEPS=12 LR=0.00015 MINUTES=170 scripts/simrl_experiment.sh real
 set -euo pipefail
@@ -42,10 +42,14 @@ save_file({k: v.to(torch.float16) for k, v in load_file(sys.argv[1]).items()}, s
   $LWM agent experiment spread "${sampled[@]}" | tee $R/warm-spread.txt
 }
 
-world() {  # the simulator of the sim arms: lwm-mini fine-tuned on the real engine's pages of the TRAIN lookups
-  [ -s $A/wm-lookup.gguf ] && return
+pages() {  # the real engine's pages of the expert's searches on the TRAIN lookups (what the simulators learn from)
   [ -d $A/demos-lookup-real ] || $LWM agent demos --family syscall-lookup --family pymodule-lookup \
       --out $A/demos-lookup-rows.jsonl --record $A/demos-lookup-real
+}
+
+world() {  # the simulator of the sim arms: lwm-mini fine-tuned on the real engine's pages of the TRAIN lookups
+  [ -s $A/wm-lookup.gguf ] && return
+  pages
   [ -s $A/wm-lookup-sft.jsonl ] || $LWM data build $A/demos-lookup-real --stage sft --compact --out $A/wm-lookup-sft.jsonl
   [ -f $A/wm-lookup/final/adapter_config.json ] || $LWM train sft --config configs/agent/wm-search-lookup.yaml
   $LWM train export $A/wm-lookup/final --out $A/wm-lookup.gguf
@@ -68,7 +72,8 @@ case "${1:-}" in
   warm) warm ;;
   real) arm real rl-lookup-real ;;
   sim) world; arm sim rl-lookup-sim ;;
+  sim-retrieved) pages; arm sim-retrieved rl-lookup-sim-retrieved ;;  # lwm-mini retrieving those pages
   sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
   table) $LWM agent experiment table $R --markdown ;;
-  *) echo "usage: $0 warm|real|sim|sim-control|table" >&2; exit 2 ;;
+  *) echo "usage: $0 warm|real|sim|sim-retrieved|sim-control|table" >&2; exit 2 ;;
 esac

@@ -111,3 +111,18 @@ def test_rollouts_go_through_trls_vllm_engine_when_the_trainer_uses_it(tiny_mode
     assert engine.syncs == 1  # the same optimiser step: weights synced once
     assert len(out["completion_ids"]) == len(out_again["completion_ids"]) == 2
     assert vllm_defaults(config) == {}  # no vLLM installed here: HF generate
+
+
+def test_a_sim_run_can_give_its_world_model_real_transitions_to_retrieve(tmp_path):
+    """``world_model_retrieve`` (rl-lookup-sim-retrieved.yaml) reaches the simulator as ``--retrieve`` does; a real
+    run has no simulator."""
+    from lwm.agent.train import AgentRLConfig, simulator
+    from lwm.retrieval import TransitionIndex
+
+    samples = Path(__file__).parents[2] / "data" / "samples" / "corpus-v1-sample.jsonl"
+    config = AgentRLConfig(output_dir=str(tmp_path), mode="sim", world_model="mock",
+                           world_model_retrieve=[str(samples)])
+    wm = simulator(config)
+    assert isinstance(wm.retriever, TransitionIndex) and "mcp" in wm.retriever.parts
+    assert simulator(AgentRLConfig(output_dir=str(tmp_path), mode="sim", world_model="mock")).retriever is None
+    assert simulator(AgentRLConfig(output_dir=str(tmp_path), mode="real")) is None

@@ -40,6 +40,9 @@ class AgentRLConfig(StageConfig):
     world_model: str = field(default="embedded:lwm-mini", metadata={"help": "With mode: sim, the world model spec."})
     world_model_tokens: int = field(default=WORLD_MODEL_TOKENS, metadata={
         "help": "With mode: sim, most tokens in one simulated observation."})
+    world_model_retrieve: list[str] = field(default_factory=list, metadata={
+        "help": "With mode: sim, trajectory files whose real transitions the world model retrieves at each step "
+                "(as `--retrieve`; none: the model's own)."})
     families: list[str] = field(default_factory=list, metadata={"help": "Only these task families (all if empty)."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N train tasks."})
     episode_steps: int = field(default=4, metadata={"help": "Most actions per episode."})
@@ -134,6 +137,14 @@ def task_reward(prompts: list[Any], completions: list[Any], task_reward: list[fl
     return list(task_reward)
 
 
+def simulator(config: AgentRLConfig) -> Any:
+    """The world model that plays the environment in a ``mode: sim`` run (None in a real one)."""
+    if config.mode != "sim":
+        return None
+    return get_world_model(config.world_model, max_tokens=config.world_model_tokens,
+                           retrieve=[Path(p) for p in config.world_model_retrieve] or None)
+
+
 def train_agent(config: AgentRLConfig) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOTrainer
@@ -150,9 +161,7 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
         raise ValueError(f"no {config.domain} train tasks{' in ' + str(config.families) if config.families else ''}")
     by_instruction = {t.instruction: t for t in chosen}
     model, tokenizer = load_model(config.model, config.seed)
-    world_model = None
-    if config.mode == "sim":
-        world_model = get_world_model(config.world_model, max_tokens=config.world_model_tokens)
+    world_model = simulator(config)
     output_dir = Path(config.output_dir)
     rank = int(os.environ.get("RANK", "0"))  # accelerate launch / torchrun: each rank records its own rollouts
     rollouts = output_dir / ("rollouts" if rank == 0 else f"rollouts-rank{rank}")
