@@ -2,8 +2,9 @@
 
 Each arm (``warm`` start, RL in the ``real`` environment, RL in the simulator: ``sim``, ``sim-retrieved`` where the
 simulator retrieves real transitions at each step, and under a control spec: ``sim-control``) is evaluated in
-the REAL environment with ``lwm agent eval``; its episodes go into ``results/simrl-<name>/episodes.jsonl`` (arm, task, seed, reward, steps), with the eval settings and the commit
-that made them in ``config.json`` beside it. The docs table is computed from that file (``arm_table``, ``lwm
+the REAL environment with ``lwm agent eval``; its episodes go into ``results/simrl-<name>/episodes.jsonl``
+(arm, task, seed, reward, steps), with the eval settings and the commit that made them in ``config.json`` beside
+it. The docs table is computed from that file (``arm_table``, ``lwm
 agent experiment table``): each arm's mean reward, and its difference from the warm start paired by task and
 seed, with standard errors; and how often an arm's own samples of one task disagree across seeds (the spread
 GRPO's groups need to have a gradient at all).
