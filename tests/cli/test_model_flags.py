@@ -63,8 +63,10 @@ def test_the_gym_ids_and_the_agents_simulator_pass_their_settings_through_the_on
         lwm.world_model("mock", max_tokens=77, temperature=0.3)
     assert [(o.model, o.max_tokens, o.temperature) for o in built] == [("mock", 77, 0.3)] * 2
     CliRunner().invoke(app, ["agent", "eval", "--domain", "terminal", "--mode", "sim", "--world-model", "mock",
-                             "--world-model-tokens", "77", "--limit", "1"])
+                             "--world-model-tokens", "77", "--limit", "1",
+                             "--world-model-retrieve", "data/samples/corpus-v1-sample.jsonl"])
     assert (built[-1].model, built[-1].max_tokens) == ("mock", 77)
+    assert [p.name for p in built[-1].retrieve] == ["corpus-v1-sample.jsonl"]
 
 
 def test_a_ready_world_model_takes_no_options():

@@ -59,15 +59,16 @@ def run_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: 
               max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0,
               policy_options: dict | None = None, keep_episodes: bool = False,
               world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None,
-              control: Path | None = None, status: Callable[[str], Any] = lambda _: nullcontext()
-              ) -> list[EvalRow]:
+              control: Path | None = None, status: Callable[[str], Any] = lambda _: nullcontext(),
+              world_model_retrieve: Sequence[Path] = ()) -> list[EvalRow]:
     """``chosen`` tasks run by a policy (a spec) in batches, recorded in ``out``; ``done`` gets each batch's rows
     as it finishes (so a long eval keeps its work); ``status(text)`` is a context manager around each batch.
     A bad spec, world model or control file raises ``ValueError`` (or ``OSError``) before any episode runs."""
     if mode not in ("sim", "real"):
         raise ValueError(f"--mode must be sim or real, not {mode!r}")
     policy = make_policy(policy_spec, chosen, **(policy_options or {}))
-    wm = get_world_model(world_model, max_tokens=world_model_tokens) if mode == "sim" else None
+    wm = get_world_model(world_model, max_tokens=world_model_tokens,
+                         retrieve=[Path(p) for p in world_model_retrieve] or None) if mode == "sim" else None
     spec = ControlSpec.load(control) if control else None
     store = TrajectoryStore(out) if out else None
     rows = []
@@ -93,14 +94,16 @@ def results_file(out: Path, settings: dict) -> JsonlFile[EvalRow]:
 def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: str = DEFAULT_SPEC, *,
                max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0, max_tokens: int = 160,
                temperature: float = 0.0, world_model_tokens: int = WORLD_MODEL_TOKENS, control: Path | None = None,
-               status: Callable[[str], Any] = lambda _: nullcontext(), say: Callable[[str], Any] = lambda _: None
-               ) -> list[EvalRow]:
+               status: Callable[[str], Any] = lambda _: nullcontext(), say: Callable[[str], Any] = lambda _: None,
+               world_model_retrieve: Sequence[Path] = ()) -> list[EvalRow]:
     """``run_tasks`` with its rows kept in ``out`` (OUT/results.jsonl, appended batch by batch): a rerun goes on
     from the tasks already there (``say`` is told how many) and refuses other settings (``SettingsChanged``)."""
     settings = {"mode": mode, "policy": policy_spec, "max_steps": max_steps, "max_tokens": max_tokens,
                 "temperature": temperature, "seed": seed, **({"world_model": world_model,
                 "world_model_tokens": world_model_tokens} if mode == "sim" else {}),
-                "control": digest(control) if control else None}
+                "control": digest(control) if control else None,
+                **({"world_model_retrieve": [digest(Path(p)) for p in world_model_retrieve]}
+                   if mode == "sim" and world_model_retrieve else {})}
     results = results_file(out, settings) if out else None
     kept = {r.task: r for r in results.rows()} if results else {}
     todo = [t for t in chosen if t.id not in kept]
@@ -109,7 +112,8 @@ def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model:
     made = iter(run_tasks(todo, mode, policy_spec, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
                           policy_options={"max_tokens": max_tokens, "temperature": temperature, "seed": seed},
                           world_model_tokens=world_model_tokens, control=control, status=status,
-                          done=(lambda rows: [results.append(r) for r in rows]) if results else None)
+                          done=(lambda rows: [results.append(r) for r in rows]) if results else None,
+                          world_model_retrieve=world_model_retrieve)
                 if todo else [])
     return [kept[t.id] if t.id in kept else next(made) for t in chosen]
 

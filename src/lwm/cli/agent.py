@@ -36,6 +36,9 @@ MaxSteps = Annotated[int, typer.Option(help="Most actions per episode.")]
 Out = Annotated[Path | None, typer.Option(help="Collection folder: each episode's trajectory goes here.")]
 Families = Annotated[list[str] | None, typer.Option("--family", help="Only this task family (repeatable).")]
 WorldModelTokens = Annotated[int, typer.Option(help="With --mode sim: most tokens in one simulated observation.")]
+WorldModelRetrieve = Annotated[list[Path] | None, typer.Option(
+    "--world-model-retrieve", help="With --mode sim: trajectories whose real transitions the world model retrieves at "
+    "each step, as --retrieve (repeatable; none: the model's own).")]
 ControlFile = Annotated[Path | None, typer.Option("--control", help="A control spec (YAML): injected faults, drift "
                                                   "and a world bible around every step, sim or real; each episode "
                                                   "draws its own perturbations; the task's check reads the state "
@@ -112,7 +115,8 @@ def _summary(rows: list[EvalRow], title: str) -> Table:
 def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks list).")], mode: Mode = "real",
             policy: PolicySpec = "expert", world_model: WorldModelSpec = DEFAULT_SPEC, max_steps: MaxSteps = 8,
             out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-            world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None) -> None:
+            world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None,
+            world_model_retrieve: WorldModelRetrieve = None) -> None:
     """One episode of one task; prints its result (reward, steps, answer, error) as JSON, records the trajectory
     with --out."""
     try:
@@ -121,7 +125,8 @@ def run_cmd(task: Annotated[str, typer.Option(help="A task id (lwm agent tasks l
         raise fail(str(exc), 2) from None
     with _exits():
         row = run_tasks([chosen], mode, policy, world_model, max_steps=max_steps, out=out, batch=1, seed=seed,
-                        world_model_tokens=world_model_tokens, control=control, status=console.status)[0]
+                        world_model_tokens=world_model_tokens, control=control, status=console.status,
+                        world_model_retrieve=world_model_retrieve or ())[0]
     console.print_json(row.model_dump_json())
     if row.error:
         console.print(f"[yellow]episode ended with an error: {row.error}[/]")
@@ -137,7 +142,8 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
              out: Out = None, seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
              max_tokens: Annotated[int, typer.Option(help="Most tokens in one policy reply.")] = 160,
              temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0,
-             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None) -> None:
+             world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None,
+             world_model_retrieve: WorldModelRetrieve = None) -> None:
     """Run a policy on a suite's tasks; mean reward per family with standard errors. With --out, each batch's
     results are appended to OUT/results.jsonl as it ends, and a rerun goes on from there."""
     chosen = tasks(domain, split if split in ("train", "heldout") else None, family or ())[:limit]
@@ -147,7 +153,8 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
     with _exits():
         rows = eval_tasks(chosen, mode, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
                           max_tokens=max_tokens, temperature=temperature, world_model_tokens=world_model_tokens,
-                          control=control, status=console.status, say=console.print)
+                          control=control, status=console.status, say=console.print,
+                          world_model_retrieve=world_model_retrieve or ())
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {mode} environment"))
 
 
