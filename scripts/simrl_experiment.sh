@@ -7,8 +7,8 @@
 #   scripts/simrl_experiment.sh warm           demos, the warm-start SFT, its evals (greedy and sampled) per seed
 #   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control: GRPO per seed, then evals
 #   scripts/simrl_experiment.sh table          the table docs/sim-rl.md shows (lwm agent experiment table)
-# ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional}.yaml (sim-control is the controlled variant:
-# the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
+# ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional}.yaml (sim-control is the controlled
+# variant: the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
 #   SEEDS="0 1 2" STEPS=12 LR=0.00015 MINUTES=170 scripts/simrl_experiment.sh real
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -145,7 +145,7 @@ def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_sc
     return output_schema
 
 
-_ERROR = re.compile(r"^\s*(?:MCP error|Error\b|error:|Traceback)", re.IGNORECASE)
+_ERROR = re.compile(r"^\s*(?:MCP error|Error\b|Traceback)", re.IGNORECASE)
 
 
 def is_error(text: str) -> bool:

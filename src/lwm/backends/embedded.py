@@ -115,13 +115,14 @@ def _digest(path: str) -> str:
 
 
 class _Abort:
-    """The cancel event of the call a model is running, read by llama.cpp's abort callback: a cancelled call
-    stops inside its prompt evaluation (seconds for a long prompt on a CPU) rather than after it."""
+    """The running call's ``_Watch`` (cancelled, or a constrained answer looped), read by llama.cpp's abort
+    callback: a cancelled call stops inside its prompt evaluation (seconds for a long prompt on a CPU) rather
+    than after it."""
 
     def __init__(self, llm: Any) -> None:
         import llama_cpp
 
-        self.event: threading.Event | _Watch | None = None
+        self.event: _Watch | None = None
         self._callback = llama_cpp.ggml_abort_callback(lambda _: self.event is not None and self.event.is_set())
         llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._callback, None)
 
