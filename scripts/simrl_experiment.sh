@@ -2,11 +2,13 @@
 # The Sim RL experiment on the search suite's one-row lookups (issue 45, docs/sim-rl.md), in pieces that each
 # end inside a session; rerunnable: a finished piece is skipped, training resumes from its last checkpoint and
 # an evaluation from its results.jsonl. Every arm is evaluated in the REAL search engine on the 60 held-out
-# lookups, once per seed, and added to results/simrl-lookup (committed: episodes.jsonl, config.json, and the warm
-# start's adapter), so the next checkout goes on where this one stopped.
+# lookups, once per seed greedily and once sampled as GRPO samples (temperature 1), and added to
+# results/simrl-lookup (committed: episodes.jsonl, config.json, and the warm start's adapter), so the next
+# checkout goes on where this one stopped.
 #   scripts/simrl_experiment.sh warm           demos, the warm-start SFT, its evals (greedy and sampled) per seed
 #   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control: GRPO per seed, then evals
-#   scripts/simrl_experiment.sh table          the table docs/sim-rl.md shows (lwm agent experiment table)
+#   scripts/simrl_experiment.sh table          the tables docs/sim-rl.md shows (lwm agent experiment table), greedy
+#                                              and sampled
 # ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional}.yaml (sim-control is the controlled
 # variant: the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
 #   SEEDS="0 1 2" STEPS=12 LR=0.00015 MINUTES=170 scripts/simrl_experiment.sh real
@@ -40,6 +42,8 @@ save_file({k: v.to(torch.float16) for k, v in load_file(sys.argv[1]).items()}, s
     sampled+=($EV/warm-t1-s$s)
   done
   $LWM agent experiment spread "${sampled[@]}" | tee $R/warm-spread.txt
+  $LWM agent experiment add $R "${sampled[@]}" --arm warm \
+      --note "SFT on 480 expert rows (configs/agent/sft-search-lookup.yaml), evaluated greedy once and sampled per seed"
 }
 
 pages() {  # the real engine's pages of the expert's searches on the TRAIN lookups (what the simulators learn from)
@@ -55,7 +59,7 @@ world() {  # the simulator of the sim arms: lwm-mini fine-tuned on the real engi
   $LWM train export $A/wm-lookup/final --out $A/wm-lookup.gguf
 }
 
-arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated greedy in the real engine
+arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated in the real engine greedy and sampled
   evals=()
   for s in $SEEDS; do
     out=$A/simrl-$1-s$s
@@ -63,7 +67,8 @@ arm() {  # ARM CONFIG: GRPO from the warm start at each seed, each evaluated gre
         --set model=$R/warm-adapter --set output_dir=$out --set seed=$s --set max_steps=$STEPS \
         --set learning_rate=$LR --set max_minutes=$MINUTES
     $LWM agent eval "${EVAL[@]}" --policy hf:$out/final --seed "$s" --out $EV/$1-s$s
-    evals+=($EV/$1-s$s)
+    $LWM agent eval "${EVAL[@]}" --policy hf:$out/final --seed "$s" --temperature 1.0 --out $EV/$1-t1-s$s
+    evals+=($EV/$1-s$s $EV/$1-t1-s$s)
   done
   $LWM agent experiment add $R "${evals[@]}" --arm "$1" --note "configs/agent/$2.yaml, $STEPS steps, lr $LR"
 }
@@ -74,6 +79,6 @@ case "${1:-}" in
   sim) world; arm sim rl-lookup-sim ;;
   sim-retrieved) pages; arm sim-retrieved rl-lookup-sim-retrieved ;;  # lwm-mini retrieving those pages
   sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
-  table) $LWM agent experiment table $R --markdown ;;
+  table) $LWM agent experiment table $R --markdown; $LWM agent experiment table $R --markdown --temperature 1 ;;
   *) echo "usage: $0 warm|real|sim|sim-retrieved|sim-control|table" >&2; exit 2 ;;
 esac

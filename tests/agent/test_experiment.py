@@ -14,12 +14,13 @@ from lwm.rollout.tasks import tasks
 @pytest.fixture(scope="module")
 def evals(tmp_path_factory):
     """The expert (solves every task) and a mock policy (never answers right), each at two seeds, in the real
-    search engine; and one simulated eval."""
+    search engine, greedy, and each once sampled (temperature 1); and one simulated eval."""
     root = tmp_path_factory.mktemp("evals")
     chosen = tasks("search", "heldout", ["signal"])[:3]
     for policy in ("expert", "mock"):
         for seed in (0, 1):
             eval_tasks(chosen, "real", policy, out=root / f"{policy}-s{seed}", seed=seed, max_steps=3)
+        eval_tasks(chosen, "real", policy, out=root / f"{policy}-t1-s1", seed=1, max_steps=3, temperature=1.0)
     eval_tasks(chosen, "sim", "expert", "copy-last", out=root / "sim-expert", max_steps=3)
     return root
 
@@ -36,7 +37,25 @@ def test_arms_pair_with_the_warm_start_by_task_and_seed(evals, tmp_path):
     config = json.loads((results / "config.json").read_text())
     assert config["real"]["evals"]["0"]["policy"] == "expert" and set(config["real"]["commits"]) == {"0", "1"}
     rows = [json.loads(line) for line in (results / "episodes.jsonl").read_text().splitlines()]
-    assert set(rows[0]) == {"arm", "task", "seed", "reward", "steps"}
+    assert set(rows[0]) == {"arm", "task", "seed", "reward", "steps", "temperature"}
+
+
+def test_sampled_evaluations_are_a_table_of_their_own_paired_by_seed(evals, tmp_path):
+    results = tmp_path / "r"
+    add_arm(results, "warm", [evals / "mock-s0"])
+    add_arm(results, "warm", [evals / "mock-t1-s1"])  # greedy and sampled rows of one arm and seed kept apart
+    add_arm(results, "real", [evals / "expert-s0", evals / "expert-t1-s1"])
+    warm, real = arm_table(results)
+    assert (warm.episodes, real.episodes, real.pairs, real.diff) == (3, 3, 3, 1.0)
+    warm, real = arm_table(results, temperature=1.0)
+    assert (warm.episodes, warm.seeds, real.pairs, real.diff) == (3, 1, 3, 1.0)
+    config = json.loads((results / "config.json").read_text())
+    assert set(config["real"]["evals"]) == {"0", "1@t1"} and config["real"]["evals"]["1@t1"]["temperature"] == 1.0
+    runner = CliRunner()
+    shown = runner.invoke(app, ["agent", "experiment", "table", str(results), "--temperature", "1", "--markdown"])
+    assert shown.exit_code == 0 and "| real | 3 | 1 | 1.000 | 0.000 | 3/0/0 | +1.000 |" in shown.output
+    missing = runner.invoke(app, ["agent", "experiment", "table", str(results), "--temperature", "0.7"])
+    assert missing.exit_code == 2 and "no episodes evaluated at temperature 0.7" in missing.output
 
 
 def test_an_arm_evaluated_in_the_simulator_is_refused_and_the_table_prints(evals, tmp_path):

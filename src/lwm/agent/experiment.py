@@ -7,7 +7,9 @@ the REAL environment with ``lwm agent eval``; its episodes go into ``results/sim
 it. The docs table is computed from that file (``arm_table``, ``lwm
 agent experiment table``): each arm's mean reward, and its difference from the warm start paired by task and
 seed, with standard errors; and how often an arm's own samples of one task disagree across seeds (the spread
-GRPO's groups need to have a gradient at all).
+GRPO's groups need to have a gradient at all). An arm may be evaluated greedily and sampled (``temperature`` 1,
+as GRPO samples it, where RL's change shows first); each temperature is its own table, paired with the warm
+start's evaluation at the same temperature.
 """
 
 from __future__ import annotations
@@ -40,10 +42,17 @@ class ArmEpisode(BaseModel):
     seed: int
     reward: float
     steps: int
+    temperature: float = 0.0
+    """The policy's sampling temperature in this evaluation (0: greedy)."""
 
     @property
     def key(self) -> str:
-        return f"{self.arm}|{self.seed}|{self.task}"
+        return f"{self.arm}|{self.temperature:g}|{self.seed}|{self.task}"
+
+
+def _setting_key(seed: int, temperature: float) -> str:
+    """config.json's key for one evaluation: the seed, and the temperature where it is sampled."""
+    return str(seed) if not temperature else f"{seed}@t{temperature:g}"
 
 
 def _commit() -> str | None:
@@ -67,14 +76,15 @@ def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = N
         if run.get("mode") != "real":
             raise ValueError(f"{folder} was evaluated in mode {run.get('mode')!r}: every arm is evaluated in the "
                              "real environment")
-        settings[str(run.get("seed", 0))] = run
-        rows += [ArmEpisode(arm=arm, task=task, seed=seed, reward=r.reward, steps=r.steps)  # type: ignore[arg-type]
-                 for (seed, task), r in episodes.items()]
+        temperature = float(run.get("temperature") or 0.0)
+        settings[_setting_key(int(run.get("seed", 0)), temperature)] = run
+        rows += [ArmEpisode(arm=arm, task=task, seed=seed, reward=r.reward, steps=r.steps,  # type: ignore[arg-type]
+                            temperature=temperature) for (seed, task), r in episodes.items()]
     results.mkdir(parents=True, exist_ok=True)
     store = JsonlFile(results / EPISODES, ArmEpisode)
     kept = {e.key: e for e in store.rows()} if (results / EPISODES).exists() else {}
     kept.update({e.key: e for e in rows})
-    store.write_all(sorted(kept.values(), key=lambda e: (ARMS.index(e.arm), e.seed, e.task)))
+    store.write_all(sorted(kept.values(), key=lambda e: (ARMS.index(e.arm), e.temperature, e.seed, e.task)))
     config_path = results / CONFIG
     config = json.loads(config_path.read_text()) if config_path.exists() else {}
     earlier = config.get(arm, {})
@@ -101,11 +111,11 @@ class ArmSummary:
     """Share of tasks whose rewards differ across this arm's seeds (None with one seed)."""
 
 
-def arm_table(results: Path) -> list[ArmSummary]:
-    """Each arm of ``results``/episodes.jsonl: mean reward ± s.e., and minus the warm start paired by task and
-    seed (by task alone when the warm start was evaluated at one seed: greedy, its answers are the same at
-    every seed)."""
-    episodes = list(JsonlFile(results / EPISODES, ArmEpisode).rows())
+def arm_table(results: Path, temperature: float = 0.0) -> list[ArmSummary]:
+    """Each arm of ``results``/episodes.jsonl evaluated at ``temperature``: mean reward ± s.e., and minus the warm
+    start at the same temperature paired by task and seed (by task alone when the warm start was evaluated at one
+    seed: greedy, its answers are the same at every seed)."""
+    episodes = [e for e in JsonlFile(results / EPISODES, ArmEpisode).rows() if e.temperature == temperature]
     by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
     for e in episodes:
         by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e

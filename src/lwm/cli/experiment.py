@@ -20,10 +20,11 @@ Results = Annotated[Path, typer.Argument(help="The results folder, e.g. results/
 @experiment_app.command("add")
 def add_cmd(results: Results,
             evals: Annotated[list[Path], typer.Argument(help="lwm agent eval --mode real --out folders, one a seed.")],
-            arm: Annotated[str, typer.Option(help="warm, real, sim or sim-control.")],
+            arm: Annotated[str, typer.Option(help="warm, real, sim, sim-retrieved or sim-control.")],
             note: Annotated[str | None, typer.Option(help="What this arm is (its training config, budget).")] = None
             ) -> None:
-    """Add an arm's real-environment episodes (episodes.jsonl) and its settings and commit (config.json)."""
+    """Add an arm's real-environment episodes (episodes.jsonl) and its settings and commit (config.json); each
+    episode keeps its eval's temperature (greedy and sampled evaluations are separate tables)."""
     from lwm.agent.experiment import add_arm
 
     try:
@@ -35,15 +36,19 @@ def add_cmd(results: Results,
 
 @experiment_app.command("table")
 def table_cmd(results: Results,
-              markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False
+              markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False,
+              temperature: Annotated[float, typer.Option(
+                  help="The evaluations at this policy temperature: 0 greedy, 1 sampled as GRPO samples.")] = 0.0
               ) -> None:
     """Each arm's mean reward, and its difference from the warm start paired by task and seed, with s.e."""
     from lwm.agent.experiment import arm_table
 
     try:
-        arms = arm_table(results)
+        arms = arm_table(results, temperature)
     except (ValueError, OSError) as exc:
         raise fail(str(exc), 2) from None
+    if not arms:
+        raise fail(f"no episodes evaluated at temperature {temperature:g} in {results}", 2)
     columns = ("arm", "episodes", "seeds", "mean reward", "± s.e.", "vs warm: won/tied/lost", "paired diff",
                "± s.e.", "tasks with spread across seeds")
     rows = [(a.arm, str(a.episodes), str(a.seeds), f"{a.mean:.3f}", f"{a.se:.3f}",
@@ -54,7 +59,8 @@ def table_cmd(results: Results,
         print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
         return
-    table = Table(title=f"{results}: every arm evaluated in the real environment")
+    how = "greedy" if not temperature else f"sampled at temperature {temperature:g}"
+    table = Table(title=f"{results}: every arm evaluated in the real environment, {how}")
     for col in columns:
         table.add_column(col, justify="left" if col == "arm" else "right")
     for row in rows:
