@@ -113,15 +113,15 @@ class ArmSummary:
 
 def arm_table(results: Path, temperature: float = 0.0) -> list[ArmSummary]:
     """Each arm of ``results``/episodes.jsonl evaluated at ``temperature``: mean reward ± s.e., and minus the warm
-    start at the same temperature paired by task and seed (by task alone when the warm start was evaluated at one
-    seed: greedy, its answers are the same at every seed)."""
+    start at the same temperature paired by task and seed (by task alone when the warm start was evaluated greedily
+    at one seed: its answers are the same at every seed; a sampled one is not)."""
     episodes = [e for e in JsonlFile(results / EPISODES, ArmEpisode).rows() if e.temperature == temperature]
     by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
     for e in episodes:
         by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e
     warm = by_arm.get("warm", {})
     warm_seeds = {seed for seed, _ in warm}
-    if len(warm_seeds) == 1:  # one greedy evaluation of the warm start stands for it at every seed
+    if len(warm_seeds) == 1 and not temperature:  # one greedy evaluation stands for the warm start at every seed
         (only,) = warm_seeds
         warm = {(seed, task): warm[(only, task)] for arm in by_arm.values() for seed, task in arm
                 if (only, task) in warm}
