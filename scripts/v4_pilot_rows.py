@@ -1,0 +1,77 @@
+"""The rows of lwm-mini v4's CPU pilot (issue 44, configs/lwm-mini-v4/pilot-cpu.yaml), chosen from an SFT set
+built by ``lwm data build --edits --retrieve``: half rows that show no retrieved example (the held-out style:
+the model writes a tool's result from its line and its call alone), half rows whose result repeats a value of
+its call's arguments (what the held-out sequential-thinking server does, and v3.1 did not: it invented the
+numbers). Edit answers are left out of both halves and errors out of the echo half (an unseen tool's error
+is a first result too; lwm data build keeps errors to a fifth of a source's rows). Seeded: the same set gives
+the same rows.
+
+    python scripts/v4_pilot_rows.py runs/v4/sft-mcp.jsonl runs/v4/sft-pilot.jsonl --rows 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+from collections.abc import Iterator
+from typing import Any
+
+CALL = re.compile(r"```json\n(.*?)\n```", re.S)
+EXAMPLES = "Real transitions recorded"  # how lwm.retrieval.guide introduces retrieved examples
+
+
+def argument_values(value: Any) -> Iterator[str]:
+    """Every leaf value of a call's arguments of at least two characters (booleans and nulls say nothing)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from argument_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from argument_values(item)
+    elif value is not None and not isinstance(value, bool) and len(str(value)) >= 2:
+        yield str(value)
+
+
+def kind(row: dict) -> str:
+    """``echo``, ``unseen`` (no example shown) or ``other`` (an edit, or neither)."""
+    last = row["prompt"][-1]["content"]
+    answer = row["completion"][-1]["content"]
+    result = answer.split("<predicted_observation>\n", 1)[-1].split("</predicted_observation>")[0]
+    if result.startswith("@edit"):
+        return "other"
+    calls = CALL.findall(last)
+    try:
+        call = json.loads(calls[-1]) if calls else {}
+    except json.JSONDecodeError:
+        call = {}
+    if not result.lstrip().startswith("Error") and \
+            any(value in result for value in argument_values(call.get("arguments", {}))):
+        return "echo"
+    return "unseen" if EXAMPLES not in last else "other"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("built", help="SFT rows from lwm data build (JSONL)")
+    parser.add_argument("out", help="the chosen rows (JSONL)")
+    parser.add_argument("--rows", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    groups: dict[str, list[dict]] = {"echo": [], "unseen": [], "other": []}
+    with open(args.built) as f:
+        for line in f:
+            row = json.loads(line)
+            groups[kind(row)].append(row)
+    pick = random.Random(args.seed)
+    chosen = pick.sample(groups["echo"], min(len(groups["echo"]), args.rows // 2))
+    chosen += pick.sample(groups["unseen"], min(len(groups["unseen"]), args.rows - len(chosen)))
+    pick.shuffle(chosen)
+    with open(args.out, "w") as f:
+        f.writelines(json.dumps(row) + "\n" for row in chosen)
+    print(", ".join(f"{name} {len(rows)}" for name, rows in groups.items()), f"-> {len(chosen)} rows in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
