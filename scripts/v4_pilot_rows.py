@@ -58,12 +58,14 @@ def main() -> None:
     parser.add_argument("out", help="the chosen rows (JSONL)")
     parser.add_argument("--rows", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--domain", default="mcp", help="only rows of this domain are chosen from")
     args = parser.parse_args()
     groups: dict[str, list[dict]] = {"echo": [], "unseen": [], "other": []}
     with open(args.built) as f:
         for line in f:
             row = json.loads(line)
-            groups[kind(row)].append(row)
+            if row.get("domain") == args.domain:
+                groups[kind(row)].append(row)
     pick = random.Random(args.seed)
     chosen = pick.sample(groups["echo"], min(len(groups["echo"]), args.rows // 2))
     chosen += pick.sample(groups["unseen"], min(len(groups["unseen"]), args.rows - len(chosen)))
