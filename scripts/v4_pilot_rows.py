@@ -18,8 +18,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from lwm.parsing import OBSERVATION_TAG, extract_tag
+from lwm.retrieval import EXAMPLES_HEADING
+
 CALL = re.compile(r"```json\n(.*?)\n```", re.S)
-EXAMPLES = "Real transitions recorded"  # how lwm.retrieval.guide introduces retrieved examples
 
 
 def argument_values(value: Any) -> Iterator[str]:
@@ -37,8 +39,7 @@ def argument_values(value: Any) -> Iterator[str]:
 def kind(row: dict) -> str:
     """``echo``, ``unseen`` (no example shown) or ``other`` (an edit, or neither)."""
     last = row["prompt"][-1]["content"]
-    answer = row["completion"][-1]["content"]
-    result = answer.split("<predicted_observation>\n", 1)[-1].split("</predicted_observation>")[0]
+    result = (extract_tag(row["completion"][-1]["content"], OBSERVATION_TAG) or "").strip("\n")
     if result.startswith("@edit"):
         return "other"
     calls = CALL.findall(last)
@@ -49,7 +50,7 @@ def kind(row: dict) -> str:
     if not result.lstrip().startswith("Error") and \
             any(value in result for value in argument_values(call.get("arguments", {}))):
         return "echo"
-    return "unseen" if EXAMPLES not in last else "other"
+    return "unseen" if EXAMPLES_HEADING not in last else "other"
 
 
 def main() -> None:

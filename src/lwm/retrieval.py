@@ -327,13 +327,16 @@ def _save_part(folder: Path, domain: str, items: list[Transition], retriever: An
     staging.rename(final)
 
 
+EXAMPLES_HEADING = "Real transitions recorded in similar environments"
+"""How a prompt's retrieved examples begin (a prompt without it showed none)."""
+
+
 def examples_block(examples: Sequence[Transition]) -> str:
     """The examples as the last user message shows them, before the action (``example N`` is also an edit
     base)."""
     if not examples:
         return ""
-    parts = ["Real transitions recorded in similar environments (for format and facts; this session's "
-             "environment may differ):"]
+    parts = [f"{EXAMPLES_HEADING} (for format and facts; this session's environment may differ):"]
     for n, t in enumerate(examples, start=1):
         before = t.before[-BEFORE_CHARS:]
         after = t.after if len(t.after) <= AFTER_CHARS else t.after[:AFTER_CHARS] + "\n[...]"

@@ -4,6 +4,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from lwm.retrieval import EXAMPLES_HEADING
+
 SCRIPT = Path(__file__).parents[2] / "scripts" / "v4_pilot_rows.py"
 spec = importlib.util.spec_from_file_location("v4_pilot_rows", SCRIPT)
 rows = importlib.util.module_from_spec(spec)
@@ -11,7 +13,7 @@ spec.loader.exec_module(rows)
 
 
 def row(call: dict, result: str, examples: bool = False) -> dict:
-    shown = "Real transitions recorded in similar environments:\n...\n\n" if examples else ""
+    shown = f"{EXAMPLES_HEADING}:\n...\n\n" if examples else ""
     action = f"{shown}### Turn 1\n\n**Action:**\n```json\n{json.dumps(call, indent=2)}\n```"
     return {"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": action}],
             "completion": [{"role": "assistant",
