@@ -6,11 +6,13 @@
 # results/simrl-lookup (committed: episodes.jsonl, config.json, and the warm start's adapter), so the next
 # checkout goes on where this one stopped.
 #   scripts/simrl_experiment.sh warm           demos, the warm-start SFT, its evals (greedy and sampled) per seed
-#   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control: GRPO per seed, then evals
+#   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control, sim-page: GRPO per seed,
+#                                              then evals
 #   scripts/simrl_experiment.sh table          the tables docs/sim-rl.md shows (lwm agent experiment table), greedy
 #                                              and sampled
-# ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional}.yaml (sim-control is the controlled
-# variant: the simulator also serves made-up lookups rewarded for agreeing with its own page). Budgets:
+# ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional,sim-page}.yaml (sim-control is the
+# controlled variant: the simulator also serves made-up lookups rewarded for agreeing with its own page; sim-page
+# rewards sim's own lookups by what the simulated page said, not the real gold row). Budgets:
 #   SEEDS="0 1 2" STEPS=12 LR=0.00015 MINUTES=170 scripts/simrl_experiment.sh real
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +81,7 @@ case "${1:-}" in
   sim) world; arm sim rl-lookup-sim ;;
   sim-retrieved) pages; arm sim-retrieved rl-lookup-sim-retrieved ;;  # lwm-mini retrieving those pages
   sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
+  sim-page) world; arm sim-page rl-lookup-sim-page ;;  # sim's tasks, rewarded by what the simulated page said
   table) $LWM agent experiment table $R --markdown; $LWM agent experiment table $R --markdown --temperature 1 ;;
-  *) echo "usage: $0 warm|real|sim|sim-retrieved|sim-control|table" >&2; exit 2 ;;
+  *) echo "usage: $0 warm|real|sim|sim-retrieved|sim-control|sim-page|table" >&2; exit 2 ;;
 esac

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lwm.agent.policy import ExpertPolicy, ReaderPolicy, expert_replies
-from lwm.agent.search_suite import base_family, pymodules, signals, syscalls
+from lwm.agent.search_suite import base_family, judged_by_page, pymodules, signals, syscalls
 from lwm.backends import MockBackend
 from lwm.cli import app
 from lwm.data import TrajectoryStore
@@ -81,6 +81,27 @@ def test_fictional_lookups_reward_what_the_simulator_showed_and_nothing_in_the_r
     [in_real] = run_episodes([task], ScriptedPolicy(right), "real")
     assert (good.reward, bad.reward, in_real.reward) == (1.0, 0.5, 0.0)  # no real page: nothing to agree with
     assert all(e.error is None for e in (good, bad, in_real))
+
+
+def test_a_lookup_judged_by_its_page_rewards_what_the_simulator_showed_not_the_gold_row():
+    """``reward: page`` (rl-lookup-sim-page.yaml): a simulated page that got the summary wrong no longer punishes a
+    policy that read it; a page that titles nothing for the entity still rewards nothing beyond its name."""
+    task = tasks("search", "train", ["syscall-lookup"])[0]
+    judged = judged_by_page(task)
+    name, summary = task.check.gold[0]["Call"], task.check.gold[0]["Summary"]
+    assert (judged.check.kind, judged.check.gold, judged.id) == ("observed", [{"Call": name}], task.id)
+    answers = {s: f"| Call | Summary |\n|---|---|\n| {name} | {s} |" for s in (summary, "pin pages of a fence")}
+    wrong_page = f"1. [{name}(2) — pin pages of a fence](https://man7.org/x)"
+    rewards = {s: [run_episodes([t], ScriptedPolicy([call("web_search", query=f"{name} system call"),
+                                                     call("final_answer", answer=a)]), "sim",
+                                world_model=WorldModel(MockBackend(
+                                    [f"<predicted_observation>{wrong_page}</predicted_observation>"]),
+                                    cache=False))[0].reward for t in (task, judged)]
+               for s, a in answers.items()}
+    assert rewards[summary][0] == 1.0 and rewards[summary][1] < 1.0  # gold: the truth; page: what it was shown
+    assert rewards["pin pages of a fence"][1] == 1.0 and rewards["pin pages of a fence"][0] < 1.0
+    multi = tasks("search", "train", ["syscall"])[0]
+    assert judged_by_page(multi) is multi  # only one-row lookups have one page title to agree with
 
 
 @needs_sandbox

@@ -1,7 +1,8 @@
 """A Sim RL experiment's results, kept where a new checkout finds them (issue 45).
 
 Each arm (``warm`` start, RL in the ``real`` environment, RL in the simulator: ``sim``, ``sim-retrieved`` where the
-simulator retrieves real transitions at each step, and under a control spec: ``sim-control``) is evaluated in
+simulator retrieves real transitions at each step, under a control spec: ``sim-control``, and rewarded by what the
+simulated page said: ``sim-page``) is evaluated in
 the REAL environment with ``lwm agent eval``; its episodes go into ``results/simrl-<name>/episodes.jsonl``
 (arm, task, seed, reward, steps), with the eval settings and the commit that made them in ``config.json`` beside
 it. The docs table is computed from that file (``arm_table``, ``lwm
@@ -28,8 +29,8 @@ from lwm.agent.evaluate import EvalRow, load_evals
 from lwm.data.jsonl import JsonlFile
 from lwm.stats import paired, standard_error
 
-Arm = Literal["warm", "real", "sim", "sim-retrieved", "sim-control"]
-ARMS: tuple[str, ...] = ("warm", "real", "sim", "sim-retrieved", "sim-control")
+Arm = Literal["warm", "real", "sim", "sim-retrieved", "sim-control", "sim-page"]
+ARMS: tuple[str, ...] = ("warm", "real", "sim", "sim-retrieved", "sim-control", "sim-page")
 EPISODES = "episodes.jsonl"
 CONFIG = "config.json"
 

@@ -191,3 +191,16 @@ def expert_queries(task: Task) -> list[str]:
 
 def gold_table(task: Task) -> str:
     return to_markdown(task.check.gold, task.check.columns)
+
+
+def judged_by_page(task: Task) -> Task:
+    """``task`` (a one-row lookup) rewarded for answering what the results page it was shown said about its entity
+    (an ``observed`` check), not for the real gold row: in a simulator, the simulator is then the only judge, and
+    a page it got wrong no longer punishes the policy for reading it. Other tasks come back unchanged."""
+    base = base_family(task.family)
+    if task.check.kind != "table" or len(task.check.gold) != 1 or base not in TITLES:
+        return task
+    name = task.check.gold[0][task.check.columns[0]]
+    check = task.check.model_copy(update={"kind": "observed", "gold": [{task.check.columns[0]: name}],
+                                          "pattern": title_pattern(base, name)})
+    return task.model_copy(update={"check": check})

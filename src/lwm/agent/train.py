@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lwm.agent.search_suite import judged_by_page
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
 from lwm.model_options import world_model as get_world_model
@@ -51,6 +52,9 @@ class AgentRLConfig(StageConfig):
     record: bool = field(default=True, metadata={"help": "Record every rollout in output_dir/rollouts."})
     control: str | None = field(default=None, metadata={
         "help": "A control spec (YAML) perturbing every rollout step: injected faults, drift, a world bible."})
+    reward: str = field(default="gold", metadata={
+        "help": "gold (the task's own check) or page (with mode: sim, one-row search lookups rewarded for "
+                "answering what the simulated page said: the simulator as the only judge)."})
 
     trl_class: ClassVar[str] = "GRPOConfig"
     needs_data: ClassVar[bool] = False
@@ -151,7 +155,11 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
 
     if config.mode not in ("sim", "real"):
         raise ValueError(f"mode must be sim or real, not {config.mode!r}")
+    if config.reward not in ("gold", "page") or (config.reward == "page" and config.mode != "sim"):
+        raise ValueError(f"reward must be gold, or page with mode: sim; not {config.reward!r} with mode: {config.mode}")
     chosen = tasks(config.domain, "train", config.families)
+    if config.reward == "page":
+        chosen = [judged_by_page(t) for t in chosen]
     if config.mode == "real" and any(t.check.kind == "observed" for t in chosen):
         log.warning("leaving out the sim-only tasks (made-up entities: %s) in the real environment",
                     ", ".join(sorted({t.family for t in chosen if t.check.kind == "observed"})))

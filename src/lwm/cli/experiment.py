@@ -20,7 +20,7 @@ Results = Annotated[Path, typer.Argument(help="The results folder, e.g. results/
 @experiment_app.command("add")
 def add_cmd(results: Results,
             evals: Annotated[list[Path], typer.Argument(help="lwm agent eval --mode real --out folders, one a seed.")],
-            arm: Annotated[str, typer.Option(help="warm, real, sim, sim-retrieved or sim-control.")],
+            arm: Annotated[str, typer.Option(help="warm, real, sim, sim-retrieved, sim-control or sim-page.")],
             note: Annotated[str | None, typer.Option(help="What this arm is (its training config, budget).")] = None
             ) -> None:
     """Add an arm's real-environment episodes (episodes.jsonl) and its settings and commit (config.json); each
