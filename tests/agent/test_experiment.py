@@ -92,3 +92,30 @@ def test_the_committed_lookup_results_compute_the_docs_table():
     arms = {a.arm: a for a in arm_table(results)}
     assert arms["warm"].episodes == 60 and round(arms["warm"].mean, 3) == 0.804
     assert (results / "warm-adapter" / "adapter_config.json").is_file()
+
+
+def test_reward_sources_score_each_recorded_lookup_against_its_gold_row_and_its_page(tmp_path):
+    """A simulated page with the wrong summary: the reader's rollout is paid by its page, not by the gold row; a
+    rollout that answered the truth is paid the other way round; the CLI prints both counts."""
+    from lwm.agent.experiment import reward_sources
+    from lwm.backends import MockBackend
+    from lwm.data import TrajectoryStore
+    from lwm.rollout.loop import run_episodes
+    from lwm.rollout.policies import ScriptedPolicy, call
+    from lwm.worldmodel import WorldModel
+
+    task = tasks("search", "train", ["syscall-lookup"])[0]
+    name, summary = task.check.gold[0]["Call"], task.check.gold[0]["Summary"]
+    page = f"1. [{name}(2) — pin pages of a fence](https://man7.org/x)"
+    store = TrajectoryStore(tmp_path / "run" / "rollouts")
+    for said in ("pin pages of a fence", summary, "pin pages of a fence"):
+        run_episodes([task], ScriptedPolicy([call("web_search", query=f"{name} system call"), call(
+            "final_answer", answer=f"| Call | Summary |\n|---|---|\n| {name} | {said} |")]), "sim", store=store,
+            world_model=WorldModel(MockBackend([f"<predicted_observation>{page}</predicted_observation>"]), cache=False))
+    found = reward_sources(tmp_path / "run")
+    assert (found.rollouts, found.same, found.page_higher, found.gold_higher) == (3, 0, 2, 1)
+    assert found.page == pytest.approx((1.0 + 0.5 + 1.0) / 3) and found.gold == pytest.approx((0.5 + 1.0 + 0.5) / 3)
+    result = CliRunner().invoke(app, ["agent", "experiment", "rewards", str(tmp_path / "run"), "--markdown"])
+    assert result.exit_code == 0 and "| 3 | 0.67 | 0.83 | 0 | 2 | 1 |" in result.output, result.output
+    empty = CliRunner().invoke(app, ["agent", "experiment", "rewards", str(tmp_path)])
+    assert empty.exit_code == 2 and "no recorded one-row lookup rollouts" in empty.output

@@ -176,3 +176,44 @@ def _varied(by_task: dict[str, list[float]]) -> tuple[float, float]:
 
     return (sum(len(set(r)) > 1 for r in by_task.values()) / len(by_task),
             mean(pstdev(r) for r in by_task.values()))
+
+
+@dataclass
+class RewardSources:
+    """One training run's recorded lookup rollouts, each scored two ways from the pages it was shown: against
+    the real gold row (what a ``reward: gold`` arm pays) and against the page (what ``reward: page`` pays)."""
+
+    run: str
+    rollouts: int
+    gold: float
+    page: float
+    same: int
+    page_higher: int
+    """Rollouts the gold check paid less than the page check: read the page right, and the page was wrong."""
+    gold_higher: int
+
+
+def reward_sources(run: Path) -> RewardSources:
+    """How often ``run``'s (an ``lwm agent train`` output folder) two possible rewards disagree, rollout by
+    rollout, on its one-row lookups: in a simulator that gets facts wrong, the gold reward punishes reading."""
+    from lwm.agent.search_suite import judged_by_page
+    from lwm.data import read_trajectories
+    from lwm.rollout.checks import check
+    from lwm.rollout.loop import observation_view
+    from lwm.rollout.tasks import get_task
+
+    pairs = []
+    for trajectory in read_trajectories(run / "rollouts"):
+        extra = trajectory.provenance.extra
+        task = get_task(str(extra["task"]))
+        page = judged_by_page(task)
+        if page is task:
+            continue  # not a one-row lookup (a made-up entity's is already page-checked): no gold row to compare
+        shown = [observation_view(task.domain, turn.observation.content) for turn in trajectory.turns]  # as the loop
+        answer = extra.get("answer")
+        pairs.append((check(task, answer, shown, None)[0], check(page, answer, shown, None)[0]))  # type: ignore[arg-type]
+    if not pairs:
+        raise ValueError(f"no recorded one-row lookup rollouts in {run / 'rollouts'}")
+    return RewardSources(str(run), len(pairs), mean(g for g, _ in pairs), mean(p for _, p in pairs),
+                         sum(abs(g - p) < 1e-9 for g, p in pairs), sum(p > g + 1e-9 for g, p in pairs),
+                         sum(g > p + 1e-9 for g, p in pairs))

@@ -80,3 +80,30 @@ def spread_cmd(evals: Annotated[list[Path], typer.Argument(help="One policy's sa
         raise fail(str(exc), 2) from None
     Console().print(f"{s.tasks} tasks x {s.seeds} seeds: mean reward {s.mean:.3f}; tasks whose rewards differ "
                     f"across seeds {s.varied:.0%}; mean within-task s.d. {s.within_sd:.3f}")
+
+
+@experiment_app.command("rewards")
+def rewards_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent train output folders (their rollouts/).")],
+                markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False
+                ) -> None:
+    """Each run's lookup rollouts scored against the real gold row and against the page they were shown: how
+    often a simulator's wrong page made the two rewards disagree."""
+    from lwm.agent.experiment import reward_sources
+
+    try:
+        found = [reward_sources(run) for run in runs]
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc), 2) from None
+    columns = ("run", "lookup rollouts", "gold reward", "page reward", "same", "page > gold", "gold > page")
+    rows = [(r.run, str(r.rollouts), f"{r.gold:.2f}", f"{r.page:.2f}", str(r.same), str(r.page_higher),
+             str(r.gold_higher)) for r in found]
+    if markdown:
+        print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        return
+    table = Table(title="training rollouts: the reward against the gold row and against the page shown")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "run" else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
