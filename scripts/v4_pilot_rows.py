@@ -7,6 +7,7 @@ is a first result too; lwm data build keeps errors to a fifth of a source's rows
 the same rows.
 
     python scripts/v4_pilot_rows.py runs/v4/sft-mcp.jsonl runs/v4/sft-pilot.jsonl --rows 128
+    python scripts/v4_pilot_rows.py runs/v4/sft-all.jsonl runs/v4/sft-mixed.jsonl --rows 40 --replay 8  # mixed
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,6 +55,25 @@ def kind(row: dict) -> str:
     return "unseen" if EXAMPLES_HEADING not in last else "other"
 
 
+def choose(built: list[dict], rows: int, seed: int = 0, domain: str = "mcp", replay: int = 0) -> list[dict]:
+    """``rows`` of ``domain`` (half echo, half held-out style) and ``replay`` rows of each other domain as they
+    come (what the adapter knew of them: without them the MCP rows took OS down 29 points), shuffled."""
+    groups: dict[str, list[dict]] = {"echo": [], "unseen": [], "other": []}
+    others: dict[str, list[dict]] = {}
+    for row in built:
+        if row.get("domain") == domain:
+            groups[kind(row)].append(row)
+        else:
+            others.setdefault(str(row.get("domain")), []).append(row)
+    pick = random.Random(seed)
+    chosen = pick.sample(groups["echo"], min(len(groups["echo"]), rows // 2))
+    chosen += pick.sample(groups["unseen"], min(len(groups["unseen"]), rows - len(chosen)))
+    for name in sorted(others):
+        chosen += pick.sample(others[name], min(len(others[name]), replay))
+    pick.shuffle(chosen)
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("built", help="SFT rows from lwm data build (JSONL)")
@@ -60,20 +81,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--domain", default="mcp", help="only rows of this domain are chosen from")
+    parser.add_argument("--replay", type=int, default=0, help="also this many rows of each other domain")
     args = parser.parse_args()
-    groups: dict[str, list[dict]] = {"echo": [], "unseen": [], "other": []}
     with open(args.built) as f:
-        for line in f:
-            row = json.loads(line)
-            if row.get("domain") == args.domain:
-                groups[kind(row)].append(row)
-    pick = random.Random(args.seed)
-    chosen = pick.sample(groups["echo"], min(len(groups["echo"]), args.rows // 2))
-    chosen += pick.sample(groups["unseen"], min(len(groups["unseen"]), args.rows - len(chosen)))
-    pick.shuffle(chosen)
+        built = [json.loads(line) for line in f]
+    chosen = choose(built, args.rows, args.seed, args.domain, args.replay)
     with open(args.out, "w") as f:
         f.writelines(json.dumps(row) + "\n" for row in chosen)
-    print(", ".join(f"{name} {len(rows)}" for name, rows in groups.items()), f"-> {len(chosen)} rows in {args.out}")
+    counts = Counter(str(r.get("domain")) for r in chosen)
+    print(f"{len(built)} rows read -> {len(chosen)} rows in {args.out}:",
+          ", ".join(f"{name} {count}" for name, count in sorted(counts.items())))
 
 
 if __name__ == "__main__":

@@ -36,3 +36,18 @@ def test_edits_are_never_chosen_and_an_error_is_no_echo():
     assert rows.kind(row(call, "@edit previous")) == "other"
     assert rows.kind(row(call, "Error: no such column in SELECT x")) == "unseen"
     assert rows.kind(row(call, "Error: no such column in SELECT x", examples=True)) == "other"
+
+
+def test_the_chosen_rows_are_half_echo_half_unseen_of_one_domain_plus_replay_of_each_other():
+    think = {"name": "think", "arguments": {"thoughtNumber": 15}}
+    query = {"name": "read_query", "arguments": {"query": "SELECT 1"}}
+    built = [{**row(think, '{"thoughtNumber": 15}'), "domain": "mcp", "id": f"e{k}"} for k in range(6)]
+    built += [{**row(query, '[{"1": 1}]'), "domain": "mcp", "id": f"u{k}"} for k in range(6)]
+    built += [{**row(query, '[{"1": 1}]', examples=True), "domain": "mcp", "id": f"o{k}"} for k in range(6)]
+    built += [{**row(query, "$ ls"), "domain": d, "id": f"{d}{k}"} for d in ("os", "web") for k in range(5)]
+    chosen = rows.choose(built, 4, replay=3)
+    ids = sorted(r["id"][0] for r in chosen if r["domain"] == "mcp")
+    assert ids == ["e", "e", "u", "u"]  # never an 'other' row of the chosen domain
+    assert sum(r["domain"] == "os" for r in chosen) == 3 and sum(r["domain"] == "web" for r in chosen) == 3
+    assert [r["id"] for r in rows.choose(built, 4, replay=3)] == [r["id"] for r in chosen]  # seeded
+    assert all(r["domain"] == "mcp" for r in rows.choose(built, 4))  # no replay: the pilot's MCP-only set
