@@ -7,7 +7,7 @@ is a first result too; lwm data build keeps errors to a fifth of a source's rows
 the same rows.
 
     python scripts/v4_pilot_rows.py runs/v4/sft-mcp.jsonl runs/v4/sft-pilot.jsonl --rows 128
-    python scripts/v4_pilot_rows.py runs/v4/sft-all.jsonl runs/v4/sft-mixed.jsonl --rows 40 --replay 8  # mixed
+    python scripts/v4_pilot_rows.py runs/v4/sft-all.jsonl runs/v4/sft-mixed.jsonl --rows 34 --replay 6  # mixed
 """
 
 from __future__ import annotations
