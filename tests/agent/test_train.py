@@ -126,3 +126,13 @@ def test_a_sim_run_can_give_its_world_model_real_transitions_to_retrieve(tmp_pat
     assert isinstance(wm.retriever, TransitionIndex) and "mcp" in wm.retriever.parts
     assert simulator(AgentRLConfig(output_dir=str(tmp_path), mode="sim", world_model="mock")).retriever is None
     assert simulator(AgentRLConfig(output_dir=str(tmp_path), mode="real")) is None
+
+
+def test_a_page_reward_is_refused_outside_the_simulator_and_an_unknown_reward_named(tmp_path):
+    """``reward: page`` pays what the simulated page said: in the real engine that is the gold row's own check."""
+    from lwm.agent.train import AgentRLConfig, train_agent
+
+    with pytest.raises(ValueError, match="page with mode: sim"):
+        train_agent(AgentRLConfig(output_dir=str(tmp_path), mode="real", reward="page"))
+    with pytest.raises(ValueError, match="'judge'"):
+        train_agent(AgentRLConfig(output_dir=str(tmp_path), mode="sim", reward="judge", world_model="mock"))
