@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lwm.agent.search_suite import judged_by_page
 from lwm.backends import Message
 from lwm.data.store import TrajectoryStore
 from lwm.model_options import world_model as get_world_model
@@ -159,6 +158,8 @@ def train_agent(config: AgentRLConfig) -> dict[str, Any]:
         raise ValueError(f"reward must be gold, or page with mode: sim; not {config.reward!r} with mode: {config.mode}")
     chosen = tasks(config.domain, "train", config.families)
     if config.reward == "page":
+        from lwm.agent.search_suite import judged_by_page  # the search suite's titles: only page-rewarded runs
+
         chosen = [judged_by_page(t) for t in chosen]
     if config.mode == "real" and any(t.check.kind == "observed" for t in chosen):
         log.warning("leaving out the sim-only tasks (made-up entities: %s) in the real environment",

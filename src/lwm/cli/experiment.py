@@ -3,6 +3,7 @@ folder a new checkout finds (``lwm.agent.experiment``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -55,14 +56,19 @@ def table_cmd(results: Results,
              f"{a.wins}/{a.ties}/{a.losses}" if a.diff is not None else "",
              "" if a.diff is None else f"{a.diff:+.3f}", "" if a.diff_se is None else f"{a.diff_se:.3f}",
              "" if a.spread is None else f"{a.spread:.0%}") for a in arms]
+    how = "greedy" if not temperature else f"sampled at temperature {temperature:g}"
+    _show(columns, rows, markdown, f"{results}: every arm evaluated in the real environment, {how}")
+
+
+def _show(columns: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool, title: str) -> None:
+    """A table as Markdown (for the docs) or rich; the first column left-aligned, the numbers right."""
     if markdown:
         print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
         return
-    how = "greedy" if not temperature else f"sampled at temperature {temperature:g}"
-    table = Table(title=f"{results}: every arm evaluated in the real environment, {how}")
-    for col in columns:
-        table.add_column(col, justify="left" if col == "arm" else "right")
+    table = Table(title=title)
+    for k, col in enumerate(columns):
+        table.add_column(col, justify="left" if k == 0 else "right")
     for row in rows:
         table.add_row(*row)
     Console().print(table)
@@ -97,13 +103,4 @@ def rewards_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent train
     columns = ("run", "lookup rollouts", "gold reward", "page reward", "same", "page > gold", "gold > page")
     rows = [(r.run, str(r.rollouts), f"{r.gold:.2f}", f"{r.page:.2f}", str(r.same), str(r.page_higher),
              str(r.gold_higher)) for r in found]
-    if markdown:
-        print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
-        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
-        return
-    table = Table(title="training rollouts: the reward against the gold row and against the page shown")
-    for col in columns:
-        table.add_column(col, justify="left" if col == "run" else "right")
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
+    _show(columns, rows, markdown, "training rollouts: the reward against the gold row and against the page shown")
