@@ -9,7 +9,7 @@
 #   scripts/simrl_experiment.sh ARM            ARM in real, sim, sim-retrieved, sim-control, sim-page: GRPO per seed,
 #                                              then evals
 #   scripts/simrl_experiment.sh table          the tables docs/sim-rl.md shows (lwm agent experiment table), greedy
-#                                              and sampled
+#                                              and sampled, at seeds 0-2 and at the confirmation seeds 3-4
 # ARM's config: configs/agent/rl-lookup-{real,sim,sim-retrieved,sim-fictional,sim-page}.yaml (sim-control is the
 # controlled variant: the simulator also serves made-up lookups rewarded for agreeing with its own page; sim-page
 # rewards sim's own lookups by what the simulated page said, not the real gold row). Budgets:
@@ -43,7 +43,9 @@ save_file({k: v.to(torch.float16) for k, v in load_file(sys.argv[1]).items()}, s
     $LWM agent eval "${EVAL[@]}" --policy hf:$R/warm-adapter --temperature 1.0 --seed "$s" --out $EV/warm-t1-s$s
     sampled+=($EV/warm-t1-s$s)
   done
-  $LWM agent experiment spread "${sampled[@]}" | tee $R/warm-spread.txt
+  spread=$R/warm-spread.txt  # seeds 0-2; a confirmation at other seeds keeps its own file
+  [ "$SEEDS" = "0 1 2" ] || spread=$R/warm-spread-seeds-${SEEDS// /-}.txt
+  $LWM agent experiment spread "${sampled[@]}" | tee "$spread"
   $LWM agent experiment add $R "${sampled[@]}" --arm warm \
       --note "SFT on 480 expert rows (configs/agent/sft-search-lookup.yaml), evaluated greedy once and sampled per seed"
 }
@@ -82,6 +84,9 @@ case "${1:-}" in
   sim-retrieved) pages; arm sim-retrieved rl-lookup-sim-retrieved ;;  # lwm-mini retrieving those pages
   sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
   sim-page) world; arm sim-page rl-lookup-sim-page ;;  # sim's tasks, rewarded by what the simulated page said
-  table) $LWM agent experiment table $R --markdown; $LWM agent experiment table $R --markdown --temperature 1 ;;
+  table)  # the seeds the experiment was planned with, then the confirmation at new seeds (warm and sim-page only)
+    for seeds in "--seed 0 --seed 1 --seed 2" "--seed 3 --seed 4"; do
+      $LWM agent experiment table $R --markdown $seeds; $LWM agent experiment table $R --markdown --temperature 1 $seeds
+    done ;;
   *) echo "usage: $0 warm|real|sim|sim-retrieved|sim-control|sim-page|table" >&2; exit 2 ;;
 esac

@@ -77,6 +77,40 @@ def test_a_warm_start_evaluated_once_pairs_with_every_seed_of_an_arm(evals, tmp_
     assert warm.episodes == 3 and (real.pairs, real.diff) == (6, 1.0)
 
 
+def test_an_evaluation_added_again_keeps_the_commit_that_first_added_it(evals, tmp_path, monkeypatch):
+    import lwm.agent.experiment as experiment
+
+    monkeypatch.setattr(experiment, "_commit", lambda: "first")
+    add_arm(tmp_path / "r", "real", [evals / "expert-s0"])
+    monkeypatch.setattr(experiment, "_commit", lambda: "later")
+    add_arm(tmp_path / "r", "real", [evals / "expert-s0", evals / "expert-s1"])  # seed 0 resumed, seed 1 new
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["real"]["commits"] == {"0": "first", "1": "later"}
+
+
+def test_the_by_task_standard_error_averages_each_tasks_seeds_first(evals, tmp_path):
+    """Every task won at seed 0 and tied at seed 1: episode by episode the difference varies, task by task not."""
+    add_arm(tmp_path / "r", "warm", [evals / "mock-s0", evals / "expert-s1"])
+    add_arm(tmp_path / "r", "real", [evals / "expert-s0", evals / "expert-s1"])
+    _, real = arm_table(tmp_path / "r")
+    assert (real.pairs, real.diff, round(real.diff_se, 3), real.diff_se_by_task) == (6, 0.5, 0.224, 0.0)
+
+
+def test_a_table_at_chosen_seeds_reads_only_those_seeds_and_keeps_the_one_greedy_warm_start(evals, tmp_path):
+    results = tmp_path / "r"
+    add_arm(results, "warm", [evals / "mock-s0"])
+    add_arm(results, "real", [evals / "expert-s0", evals / "expert-s1"])
+    warm, real = arm_table(results, seeds=[1])
+    assert (warm.episodes, real.episodes, real.seeds, real.pairs, real.diff) == (3, 3, 1, 3, 1.0)
+    add_arm(results, "warm", [evals / "mock-t1-s1"])
+    add_arm(results, "real", [evals / "expert-t1-s1"])
+    assert arm_table(results, temperature=1.0, seeds=[0]) == []  # sampled: no seed stands for another
+    runner = CliRunner()
+    shown = runner.invoke(app, ["agent", "experiment", "table", str(results), "--seed", "1", "--markdown"])
+    assert shown.exit_code == 0 and "| real | 3 | 1 | 1.000 | 0.000 | 3/0/0 | +1.000 |" in shown.output
+    missing = runner.invoke(app, ["agent", "experiment", "table", str(results), "--seed", "7", "--temperature", "1"])
+    assert missing.exit_code == 2 and "at temperature 1, seeds 7" in missing.output
+
+
 def test_the_spread_of_a_policys_seeds_counts_tasks_that_differ(evals):
     same = sampling_spread([evals / "expert-s0", evals / "expert-s1"])
     assert (same.tasks, same.seeds, same.mean, same.varied, same.within_sd) == (3, 2, 1.0, 0.0, 0.0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
@@ -89,8 +89,10 @@ def add_arm(results: Path, arm: str, evals: Sequence[Path], note: str | None = N
     config_path = results / CONFIG
     config = json.loads(config_path.read_text()) if config_path.exists() else {}
     earlier = config.get(arm, {})
-    config[arm] = {"evals": {**earlier.get("evals", {}), **settings}, "commits": {
-        **earlier.get("commits", {}), **dict.fromkeys(settings, _commit())}, **({"note": note} if note else {})}
+    before, commits = earlier.get("evals", {}), earlier.get("commits", {})
+    head = _commit()  # an evaluation added again unchanged (a rerun script resuming it) keeps the commit it had
+    made = {key: commits[key] if before.get(key) == run and key in commits else head for key, run in settings.items()}
+    config[arm] = {"evals": {**before, **settings}, "commits": {**commits, **made}, **({"note": note} if note else {})}
     config_path.write_text(json.dumps(config, indent=2) + "\n")
     return len(rows)
 
@@ -108,15 +110,22 @@ class ArmSummary:
     losses: int
     diff: float | None
     diff_se: float | None
+    diff_se_by_task: float | None
+    """The difference's s.e. with each task's seeds averaged first: the seeds share the same tasks, so this one
+    does not count a task drawn again at another seed as new evidence."""
     spread: float | None
     """Share of tasks whose rewards differ across this arm's seeds (None with one seed)."""
 
 
-def arm_table(results: Path, temperature: float = 0.0) -> list[ArmSummary]:
-    """Each arm of ``results``/episodes.jsonl evaluated at ``temperature``: mean reward ± s.e., and minus the warm
-    start at the same temperature paired by task and seed (by task alone when the warm start was evaluated greedily
-    at one seed: its answers are the same at every seed; a sampled one is not)."""
+def arm_table(results: Path, temperature: float = 0.0, seeds: Collection[int] = ()) -> list[ArmSummary]:
+    """Each arm of ``results``/episodes.jsonl evaluated at ``temperature`` (at ``seeds`` only, where given: a
+    confirmation at new seeds is read apart from the seeds an experiment was planned with): mean reward ± s.e., and
+    minus the warm start at the same temperature paired by task and seed (by task alone when the warm start was
+    evaluated greedily at one seed: its answers are the same at every seed; a sampled one is not)."""
     episodes = [e for e in JsonlFile(results / EPISODES, ArmEpisode).rows() if e.temperature == temperature]
+    if seeds:  # a warm start evaluated greedily at one seed stands for every seed, so it is kept whatever its seed
+        once = not temperature and len({e.seed for e in episodes if e.arm == "warm"}) == 1
+        episodes = [e for e in episodes if e.seed in seeds or (once and e.arm == "warm")]
     by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
     for e in episodes:
         by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e
@@ -130,12 +139,16 @@ def arm_table(results: Path, temperature: float = 0.0) -> list[ArmSummary]:
     for arm in [a for a in ARMS if a in by_arm]:
         rows = by_arm[arm]
         values = [e.reward for e in rows.values()]
-        diff = paired([rows[k].reward - warm[k].reward for k in rows if k in warm]) if arm != "warm" else None
+        diffs = {k: rows[k].reward - warm[k].reward for k in rows if k in warm} if arm != "warm" else {}
+        diff = paired(list(diffs.values())) if diffs else None
+        by_task: dict[str, list[float]] = {}
+        for (_, task), d in diffs.items():
+            by_task.setdefault(task, []).append(d)
         seeds = {seed for seed, _ in rows}
         out.append(ArmSummary(arm, len(rows), len(seeds), mean(values), standard_error(values) or 0.0,
                               diff["n"] if diff else 0, diff["wins"] if diff else 0, diff["ties"] if diff else 0,
                               diff["losses"] if diff else 0, diff["mean"] if diff else None,
-                              diff["se"] if diff else None,
+                              diff["se"] if diff else None, standard_error([mean(d) for d in by_task.values()]),
                               _varied(_by_task(rows))[0] if len(seeds) > 1 else None))
     return out
 

@@ -39,24 +39,28 @@ def add_cmd(results: Results,
 def table_cmd(results: Results,
               markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False,
               temperature: Annotated[float, typer.Option(
-                  help="The evaluations at this policy temperature: 0 greedy, 1 sampled as GRPO samples.")] = 0.0
+                  help="The evaluations at this policy temperature: 0 greedy, 1 sampled as GRPO samples.")] = 0.0,
+              seed: Annotated[list[int] | None, typer.Option(
+                  help="Only these seeds (repeat the option), e.g. a confirmation at new seeds.")] = None
               ) -> None:
     """Each arm's mean reward, and its difference from the warm start paired by task and seed, with s.e."""
     from lwm.agent.experiment import arm_table
 
+    at = f", seeds {', '.join(map(str, seed))}" if seed else ""
     try:
-        arms = arm_table(results, temperature)
+        arms = arm_table(results, temperature, seed or ())
     except (ValueError, OSError) as exc:
         raise fail(str(exc), 2) from None
     if not arms:
-        raise fail(f"no episodes evaluated at temperature {temperature:g} in {results}", 2)
+        raise fail(f"no episodes evaluated at temperature {temperature:g}{at} in {results}", 2)
     columns = ("arm", "episodes", "seeds", "mean reward", "± s.e.", "vs warm: won/tied/lost", "paired diff",
-               "± s.e.", "tasks with spread across seeds")
+               "± s.e.", "± s.e. by task", "tasks with spread across seeds")
     rows = [(a.arm, str(a.episodes), str(a.seeds), f"{a.mean:.3f}", f"{a.se:.3f}",
              f"{a.wins}/{a.ties}/{a.losses}" if a.diff is not None else "",
              "" if a.diff is None else f"{a.diff:+.3f}", "" if a.diff_se is None else f"{a.diff_se:.3f}",
+             "" if a.diff_se_by_task is None else f"{a.diff_se_by_task:.3f}",
              "" if a.spread is None else f"{a.spread:.0%}") for a in arms]
-    how = "greedy" if not temperature else f"sampled at temperature {temperature:g}"
+    how = ("greedy" if not temperature else f"sampled at temperature {temperature:g}") + at
     _show(columns, rows, markdown, f"{results}: every arm evaluated in the real environment, {how}")
 
 
