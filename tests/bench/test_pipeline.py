@@ -55,6 +55,21 @@ def test_infer_judge_score_from_python(tmp_path):
     assert again.ticks == 0 and any(line.startswith("resuming: 12 samples") for line in again.said)
 
 
+def test_score_without_a_report_still_gives_skill_over_the_floors(tmp_path):
+    """`lwm bench score --no-report` once dropped the skill tables a run had written into scores.json."""
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    out = tmp_path / "run"
+    by_key = {s.key: s for s in pipeline.infer(DATA, out, ModelOptions("copy-last", max_tokens=64), limit=2)}
+    pipeline.judge(by_key, out, pipeline.JudgeOptions("rules"))
+    result = CliRunner().invoke(app, ["bench", "score", "--out", str(out), "--no-report"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["skill_over_copy_last"]["overall"]["samples"] and not (out / "report.html").exists()
+
+
 def test_a_limited_rerun_scores_only_its_own_samples_and_records_its_limit(tmp_path):
     """`--limit 2` over a finished larger run once left scores of every row beside a skill table of a few."""
     out = tmp_path / "run"

@@ -295,11 +295,11 @@ def judge_protocol(run: dict[str, Any]) -> str:
             "numbers")
 
 
-def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None
-          ) -> dict[str, Any]:
+def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None,
+          report: bool = True) -> dict[str, Any]:
     """The published aggregation of the judged rows (``out``'s own unless given), with skill over copy-last
-    where a floor exists; written to ``out``/scores.json, and to report.html when ``samples`` are given
-    (then ``scores["report"]`` is its path)."""
+    where a floor exists; written to ``out``/scores.json, and to report.html when ``samples`` are given and
+    ``report`` (then ``scores["report"]`` is its path)."""
     out = Path(out)
     # a rerun with --limit scores the samples it was asked for, not every row an earlier run left in ``out``
     rows = rows if rows is not None else [row for key, row in judged_rows(out).items()
@@ -318,7 +318,7 @@ def score(out: str | Path, samples: dict[str, BenchSample] | None, rows: list[di
         scores["skill_over_copy_last"] = skill_over(rows, floor)
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES).write_text(json.dumps(scores, indent=2))
-    if samples is not None:
+    if samples is not None and report:
         model = (run.get("infer") or {}).get("model")
         title = f"lwm benchmark: {model}" + (f" (first {run['limit']} samples per domain)" if run.get("limit") else "")
         return {**scores, "report": str(write_report(out / REPORT, scores, rows, samples, title=title))}

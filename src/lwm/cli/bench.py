@@ -138,9 +138,10 @@ def bench_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def show_scores(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None) -> None:
+def show_scores(out: Path, samples: dict[str, BenchSample] | None, rows: list[dict[str, Any]] | None = None,
+                report: bool = True) -> None:
     """Score, then print the tables (and where the report went)."""
-    scores = pipeline.score(out, samples, rows)
+    scores = pipeline.score(out, samples, rows, report)
     console.print(score_table(scores))
     if "skill_over_copy_last" in scores:
         console.print(skill_table(scores["skill_over_copy_last"]))
@@ -210,9 +211,9 @@ def score_cmd(out: Annotated[Path | None, typer.Option("--out", "--output-dir", 
         return
     if out is None:
         raise typer.BadParameter("give --out (a run folder) or --predictions (a judged file)")
-    source = pipeline.recorded_data(out) if report else None
+    source = pipeline.recorded_data(out)  # the samples give the floors' skill, with or without a report
     with bench_errors():
-        show_scores(out, {s.key: s for s in load_samples(source)} if source else None)
+        show_scores(out, {s.key: s for s in load_samples(source)} if source else None, report=report)
 
 
 @bench_app.command("run")
