@@ -84,7 +84,7 @@ case "${1:-}" in
   sim-retrieved) pages; arm sim-retrieved rl-lookup-sim-retrieved ;;  # lwm-mini retrieving those pages
   sim-control) world; arm sim-control rl-lookup-sim-fictional ;;
   sim-page) world; arm sim-page rl-lookup-sim-page ;;  # sim's tasks, rewarded by what the simulated page said
-  table)  # the seeds the experiment was planned with, then the confirmation at new seeds (warm and sim-page only)
+  table)  # the seeds the experiment was planned with, then the confirmation at new seeds (warm, real, sim-page)
     for seeds in "--seed 0 --seed 1 --seed 2" "--seed 3 --seed 4"; do
       $LWM agent experiment table $R --markdown $seeds; $LWM agent experiment table $R --markdown --temperature 1 $seeds
     done ;;

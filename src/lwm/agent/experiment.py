@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from lwm.agent.evaluate import EvalRow, load_evals
+from lwm.agent.evaluate import load_evals
 from lwm.data.jsonl import JsonlFile
 from lwm.stats import paired, standard_error
 
@@ -123,15 +123,15 @@ def arm_table(results: Path, temperature: float = 0.0, seeds: Collection[int] = 
     minus the warm start at the same temperature paired by task and seed (by task alone when the warm start was
     evaluated greedily at one seed: its answers are the same at every seed; a sampled one is not)."""
     episodes = [e for e in JsonlFile(results / EPISODES, ArmEpisode).rows() if e.temperature == temperature]
-    if seeds:  # a warm start evaluated greedily at one seed stands for every seed, so it is kept whatever its seed
-        once = not temperature and len({e.seed for e in episodes if e.arm == "warm"}) == 1
+    warm_seeds = {e.seed for e in episodes if e.arm == "warm"}
+    once = not temperature and len(warm_seeds) == 1  # one greedy evaluation stands for the warm start at every seed
+    if seeds:  # ... so it is kept whatever its seed
         episodes = [e for e in episodes if e.seed in seeds or (once and e.arm == "warm")]
     by_arm: dict[str, dict[tuple[int, str], ArmEpisode]] = {}
     for e in episodes:
         by_arm.setdefault(e.arm, {})[(e.seed, e.task)] = e
     warm = by_arm.get("warm", {})
-    warm_seeds = {seed for seed, _ in warm}
-    if len(warm_seeds) == 1 and not temperature:  # one greedy evaluation stands for the warm start at every seed
+    if once:
         (only,) = warm_seeds
         warm = {(seed, task): warm[(only, task)] for arm in by_arm.values() for seed, task in arm
                 if (only, task) in warm}
@@ -141,15 +141,13 @@ def arm_table(results: Path, temperature: float = 0.0, seeds: Collection[int] = 
         values = [e.reward for e in rows.values()]
         diffs = {k: rows[k].reward - warm[k].reward for k in rows if k in warm} if arm != "warm" else {}
         diff = paired(list(diffs.values())) if diffs else None
-        by_task: dict[str, list[float]] = {}
-        for (_, task), d in diffs.items():
-            by_task.setdefault(task, []).append(d)
         seeds = {seed for seed, _ in rows}
+        se_by_task = standard_error([mean(d) for d in _by_task(diffs).values()])
+        spread = _varied(_by_task({k: e.reward for k, e in rows.items()}))[0] if len(seeds) > 1 else None
         out.append(ArmSummary(arm, len(rows), len(seeds), mean(values), standard_error(values) or 0.0,
                               diff["n"] if diff else 0, diff["wins"] if diff else 0, diff["ties"] if diff else 0,
                               diff["losses"] if diff else 0, diff["mean"] if diff else None,
-                              diff["se"] if diff else None, standard_error([mean(d) for d in by_task.values()]),
-                              _varied(_by_task(rows))[0] if len(seeds) > 1 else None))
+                              diff["se"] if diff else None, se_by_task, spread))
     return out
 
 
@@ -171,15 +169,16 @@ def sampling_spread(evals: Sequence[Path]) -> Spread:
     episodes, _ = load_evals([Path(folder) for folder in evals])  # refuses two folders of one seed
     if not episodes:
         raise ValueError("no episodes in these eval folders")
-    by_task = _by_task(episodes)
+    by_task = _by_task({k: r.reward for k, r in episodes.items()})
     varied, within = _varied(by_task)
     return Spread(len(by_task), len(evals), mean(r.reward for r in episodes.values()), varied, within)
 
 
-def _by_task(episodes: dict[tuple[int, str], ArmEpisode] | dict[tuple[int, str], EvalRow]) -> dict[str, list[float]]:
+def _by_task(values: dict[tuple[int, str], float]) -> dict[str, list[float]]:
+    """Values keyed by (seed, task), gathered by task: a reward or a paired difference at each seed."""
     by_task: dict[str, list[float]] = {}
-    for (_, task), row in episodes.items():
-        by_task.setdefault(task, []).append(row.reward)
+    for (_, task), value in values.items():
+        by_task.setdefault(task, []).append(value)
     return by_task
 
 
