@@ -54,6 +54,18 @@ def test_apt_installs_only_what_is_named_and_upgrades_nothing():
                                                       if not provision.installed(p)]
 
 
+def test_only_an_installed_version_in_brackets_counts_as_an_upgrade():
+    """A new install's line carries its architecture in brackets too (``[amd64]``): reading that as an upgrade
+    held back every missing package on a fresh machine, bubblewrap included."""
+    simulated = """Inst bubblewrap (0.8.0-2+deb12u1 Debian:12.15/oldstable, Debian-Security:12/oldstable-security [amd64])
+Inst bash [5.2.15-2+b2] (5.2.15-2+b7 Debian:12.15/oldstable [amd64])
+Conf bubblewrap (0.8.0-2+deb12u1 Debian:12.15/oldstable [amd64])
+Inst dc (1.07.1-3+b1 Debian:12.15/oldstable [amd64])"""
+    assert provision.upgraded_in(simulated) == ["bash"]
+    if shutil.which("apt-get") and not provision.installed("dc"):  # a real simulation of a package not here
+        assert provision.apt_upgrades(["dc"]) == []
+
+
 def test_a_package_whose_install_would_upgrade_others_is_held_back_and_named(monkeypatch):
     """bash-doc once pulled a newer bash (and python3.11 came along): such a package is left out, with why."""
     would = {"bash-doc": ["bash"], "tmux": []}

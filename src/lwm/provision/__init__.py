@@ -124,7 +124,14 @@ def apt_upgrades(packages: Sequence[str]) -> list[str]:
     """Installed packages that installing ``packages`` would upgrade as dependencies (apt's simulation)."""
     done = subprocess.run(["apt-get", "install", "-s", "--no-upgrade", "--no-install-recommends", *packages],
                           capture_output=True, text=True)
-    return [line.split()[1] for line in done.stdout.splitlines() if line.startswith("Inst ") and " [" in line]
+    return upgraded_in(done.stdout)
+
+
+def upgraded_in(simulation: str) -> list[str]:
+    """The packages an ``apt-get -s`` run would upgrade: ``Inst NAME [OLD] (NEW ...)``. A new install is
+    ``Inst NAME (NEW ... [ARCH])``: its only bracket is the architecture, inside the parentheses."""
+    return [words[1] for line in simulation.splitlines()
+            if len(words := line.split()) > 2 and words[0] == "Inst" and words[2].startswith("[")]
 
 
 def split_upgrades(packages: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
