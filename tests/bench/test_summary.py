@@ -115,3 +115,24 @@ def test_compare_uses_only_the_samples_every_run_has_and_refuses_runs_that_share
     assert "50.00" in overall and "62.50 (+12.50)" in overall  # a on s1, s2 only: (3 - 1) / 4
     none = runner.invoke(app, ["bench", "compare", a, c])
     assert none.exit_code == 2 and "share no samples" in none.output
+
+
+def test_a_run_kept_in_git_with_compressed_judgements_compares_like_the_plain_run(tmp_path):
+    """Committed LOSO runs (results/) keep judged.jsonl xz-compressed; the pairing must read them the same."""
+    import json
+    import lzma
+
+    from lwm.bench.pipeline import compare
+
+    rows = [{"id": i, "task": "swe", "failed": 0.0, "total_score": s, **dict.fromkeys(DIMS, s)}
+            for i, s in (("s1", 3.0), ("s2", 2.0))]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    for name in ("plain", "kept"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "scores.json").write_text(json.dumps(aggregate(rows)))
+    (tmp_path / "plain" / "judged.jsonl").write_text(text)
+    with lzma.open(tmp_path / "kept" / "judged.jsonl.xz", "wt") as handle:
+        handle.write(text)
+    compared = compare([tmp_path / "plain", tmp_path / "kept"])
+    assert compared.judged[0] == compared.judged[1] and set(compared.judged[1]) == {"s1", "s2"}
+    assert compared.note is None

@@ -27,13 +27,14 @@ from lwm.backends import BackendError
 from lwm.bench.baseline import copy_last_totals, copy_retrieved_totals, skill_over
 from lwm.bench.protocol import ProtocolError, PublishedProtocol, load_protocol
 from lwm.bench.report import write_report
-from lwm.bench.rows import Prediction
+from lwm.bench.rows import Judgement, Prediction
 from lwm.bench.run import JUDGED, PREDICTIONS, SCORES, judgements, pending_inference, pending_judging, predictions
 from lwm.bench.run import infer as run_infer
 from lwm.bench.run import judge as run_judge
 from lwm.bench.samples import BenchSample, answer_budgets, load_samples
 from lwm.bench.scorer import Scorer, load_scorer
 from lwm.bench.summary import aggregate
+from lwm.data.jsonl import JsonlFile
 from lwm.model_options import ModelOptions, world_model
 from lwm.runfolder import RUN_FILE, SettingsChanged, digest, finish, holds_rows, pin, read_run, set_aside, update_run
 
@@ -339,8 +340,12 @@ def recorded_data(out: Path, data: Path | None = None) -> Path | None:
 
 
 def judged_rows(out: Path) -> dict[str, dict]:
-    """A run folder's judged rows by sample key."""
-    return {i: row.model_dump(exclude_none=True) for i, row in judgements(out).by_id().items()}
+    """A run folder's judged rows by sample key; a run kept in git holds them as ``judged.jsonl.xz`` (the
+    file is 25x smaller compressed, and a comparison only reads it)."""
+    file = judgements(out)
+    if not file.path.exists() and (kept := file.path.with_name(JUDGED + ".xz")).is_file():
+        file = JsonlFile(kept, Judgement, exclude_none=True)
+    return {i: row.model_dump(exclude_none=True) for i, row in file.by_id().items()}
 
 
 @dataclass
