@@ -3,6 +3,7 @@
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,18 @@ def test_index_is_saved_and_loaded_from_disk(tmp_path):
     loaded = SearchIndex.load(folders[0])
     assert [d.url for d in loaded.docs] == [d.url for d in built.docs] and len(loaded.docs) == 200
     assert [d.title for d in loaded.search("hack")] == [d.title for d in built.search("hack")]
+
+
+@needs("/usr/share/dictd/jargon.index")
+def test_episodes_starting_in_threads_on_a_cold_cache_all_get_the_index(tmp_path):
+    """A batch's environments start in threads: on a cold cache they used to build at once into one staging
+    folder and all but one failed to start (the search suite's expert scored 0 on a fresh machine)."""
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: corpus_index(["jargon"], 150, str(tmp_path)), range(4)))
+    assert all(index is got[0] for index in got) and len(got[0].docs) == 150
+    folders = list(tmp_path.iterdir())
+    assert len(folders) == 1 and not folders[0].name.endswith(".tmp")
+    assert corpus_index(("jargon",), 150, str(tmp_path)) is got[0]  # a list or a tuple of sources: one index
 
 
 @needs("/usr/share/doc/python3/html/library/asyncio-task.html")

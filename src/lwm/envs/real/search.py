@@ -13,6 +13,9 @@ import json
 import os
 import re
 import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -91,10 +94,19 @@ class SearchIndex:
         return [self.docs[int(i)] for i, s in zip(ids[0], scores[0], strict=True) if s > 0]
 
 
-@cache
-def corpus_index(sources: tuple[str, ...], limit_per_source: int | None = None,
+_BUILDING = threading.Lock()
+
+
+def corpus_index(sources: Sequence[str], limit_per_source: int | None = None,
                  cache_dir: str | None = None) -> SearchIndex:
-    """The index of a collection: from this process's memory, the disk cache, or built and saved."""
+    """The index of a collection: from this process's memory, the disk cache, or built and saved. One thread
+    at a time: a batch's episodes start their environments in threads, and on a cold cache each would build."""
+    with _BUILDING:
+        return _corpus_index(tuple(sources), limit_per_source, cache_dir)
+
+
+@cache
+def _corpus_index(sources: tuple[str, ...], limit_per_source: int | None, cache_dir: str | None) -> SearchIndex:
     signature = json.dumps([INDEX_FORMAT, sources, limit_per_source, _source_stamp(sources)])
     root = Path(cache_dir) if cache_dir else Path(user_cache_dir("lwm")) / "search"
     folder = root / hashlib.sha256(signature.encode()).hexdigest()[:16]
@@ -102,7 +114,8 @@ def corpus_index(sources: tuple[str, ...], limit_per_source: int | None = None,
         return SearchIndex.load(folder)
     docs = [d for d in load_sources(sources, limit_per_source) if "/genindex" not in d.url]
     index = SearchIndex.build(docs)
-    staging = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", suffix=".tmp", dir=root))
     index.save(staging)
     try:
         os.rename(staging, folder)  # whole folder at once: parallel builders never mix their files
