@@ -14,6 +14,7 @@ from lwm.forms import (
     strip_truncation_mark,
     trim_loop,
 )
+from lwm.types import Action
 from lwm.worldmodel import WorldModel, run_sync
 
 
@@ -117,3 +118,25 @@ def test_html_is_resampled_then_stripped_and_empty_answers_never_stand():
     assert obs.content == "Found Ada" and obs.metadata["form"]["empty"] == "previous"
     obs = complete(MockBackend([tagged(""), tagged(""), tagged("Found 0 nodes")]), conv(CALL))
     assert obs.content == "Found 0 nodes" and obs.metadata["form"]["empty"] == "unguided"
+
+
+def test_a_web_session_of_accessibility_trees_is_not_answered_with_markup():
+    web = get_domain("web")
+    tree = "# Tabs\n[0] Bash Reference Manual (active)\n\n- heading \"Bash Reference Manual\" [level=1] [ref=f1e2]"
+    page = '<pre><code class="action" data-id="f2e76"></pre>\n</code>'
+
+    def session(first: str) -> Conversation:
+        return Conversation("You simulate a browser.", [(web.render_action(Action(content="goto('x')"), 1), first)],
+                            web.render_action(Action(content="scroll(0, 300)"), 2))
+
+    def answer(backend, conversation):
+        return run_sync(WorldModel(backend, cache=False).complete(conversation, web))
+
+    # markup with no text: stripped to nothing, then the empty answer falls back to the page before
+    obs = answer(MockBackend([tagged(page)]), session(tree))
+    assert obs.content == tree and obs.metadata["form"] == {"html": "stripped", "empty": "previous"}
+    # a session whose pages are HTML keeps HTML answers, and so does a first step with nothing to go by
+    html_page = "<html><body><p>Bash</p></body></html>"
+    assert answer(MockBackend([tagged(page)]), session(html_page)).content == page
+    first = Conversation("You simulate a browser.", [], web.render_action(Action(content="goto('x')"), 1))
+    assert answer(MockBackend([tagged(page)]), first).content == page

@@ -128,9 +128,13 @@ def is_json(text: str) -> bool:
     return True
 
 
-def wants_html(observations: Sequence[str]) -> bool:
-    """Whether the session's own observations are HTML (then an HTML answer is in form)."""
-    return any(is_html(o) for o in observations)
+def wants_html(observations: Sequence[str], html_pages: bool = False) -> bool:
+    """Whether an HTML answer is in form: some of the observations the session showed (or the examples retrieved
+    for it) are HTML; in a domain whose pages may be HTML (``Domain.html_pages``), also while there are none to
+    go by. A web session of accessibility trees is not answered with markup (lwm-mini wrote
+    ``<pre><code ...>`` on unseen sites, where copying the last page scored far higher)."""
+    seen = [o for o in observations if o.strip()]
+    return any(is_html(o) for o in seen) or (html_pages and not seen)
 
 
 def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_schema: bool) -> bool:

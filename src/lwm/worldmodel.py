@@ -162,8 +162,9 @@ class WorldModel:
                     observation, form["json"] = constrained, "constrained"
                 else:
                     form["json"] = "not json"
-        if domain is not None and not domain.html_pages and forms.is_html(observation.content) and \
-                not forms.wants_html([*history, *(t.after for t in shown)]):
+        html_ok = domain is None or forms.wants_html([conv.initial, *history, *(t.after for t in shown)],
+                                                     domain.html_pages)
+        if not html_ok and forms.is_html(observation.content):
             again = await self.generate(messages, domain, resample, resolve)
             if again.content.strip() and not forms.is_html(again.content):
                 observation, form["html"] = again, "resampled"
@@ -174,7 +175,7 @@ class WorldModel:
             again = await self.generate(messages, domain, resample, resolve)
             kept = [("previous", history[-1] if history else ""), ("initial", conv.initial),
                     ("example", shown[0].after if shown else "")]
-            if again.content.strip():
+            if again.content.strip() and (html_ok or not forms.is_html(again.content)):
                 observation, form["empty"] = again, "resampled"
             elif found := next(((name, text) for name, text in kept if text.strip()), None):
                 observation, form["empty"] = observation.model_copy(update={"content": found[1]}), found[0]

@@ -42,7 +42,8 @@ class Domain:
     action_language: ClassVar[str] = "json"
     """How the action is fenced in the conversation: ``json`` or ``python``."""
     html_pages: ClassVar[bool] = False
-    """Its observations may be HTML, so an HTML answer is not the wrong form (``lwm.forms``)."""
+    """Its observations may be HTML: an HTML answer is in form where the session's observations are HTML, or
+    while it has none (``lwm.forms.wants_html``)."""
     action_kind: ClassVar[str] = "tool_call"
     """What an action is, for code that drives any domain (an agent's prompt, a trainer's tools, the shell):
     ``tool_call`` (a JSON ``{"name", "arguments"}``), ``keystrokes`` (a list of keys with waits), ``code`` (a
