@@ -9,6 +9,7 @@ and lwm-mini's median over the base's.
 
 Usage: python benchmarks/sim_session.py [--domains terminal mcp search os] [--steps 10] [--json out.json]
        [--model-a embedded] [--model-b embedded:lwm-mini] [--threads N]
+       [--model-a 'embedded?lora=OLD.gguf' --as-lwm-mini]   # an older lwm-mini against the shipped one
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from lwm.backends.embedded import packaged_guidance
 from lwm.envs.sim import SimEnv
 from lwm.model_options import ModelOptions
 from lwm.rollout.tasks import tools_path
@@ -89,12 +91,18 @@ def main() -> None:
                         "(default: as its manifest says)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the backend's)")
     parser.add_argument("--json", type=Path, default=None, help="also write every step's numbers here")
+    parser.add_argument("--as-lwm-mini", action="store_true", help="ask a model given as a ?lora= adapter file as "
+                        "lwm-mini is asked (edits, its packaged transitions): an older lwm-mini beside the shipped one")
     args = parser.parse_args()
     models = {"a": args.model_a, "b": args.model_b}
     specs = {k: f"{m}{'&' if '?' in m else '?'}n_threads={args.threads}" if args.threads else m
              for k, m in models.items()}
+    asked = packaged_guidance("lwm-mini") if args.as_lwm_mini else {}
+    guided = {k: bool(asked) and "lora=" in spec for k, spec in specs.items()}
     worlds = {k: ModelOptions(model=spec, no_cache=True, max_tokens=256,
-                              examples_when=args.examples_when if k == "b" else None).world_model()
+                              examples_when=args.examples_when if k == "b" else None,
+                              edits=True if guided[k] else None,
+                              retrieve=[asked["transitions"]] if guided[k] else None).world_model()
               for k, spec in specs.items()}
     console = Console(width=150)
     rows: list[dict[str, object]] = []
