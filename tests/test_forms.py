@@ -13,6 +13,7 @@ from lwm.forms import (
     repeating_tail,
     strip_truncation_mark,
     trim_loop,
+    unrelated,
 )
 from lwm.types import Action
 from lwm.worldmodel import WorldModel, run_sync
@@ -47,6 +48,27 @@ def test_truncation_marks_html_and_json_are_recognised():
     assert is_error("Error: ENOENT: no such file") and is_error("MCP error -32602: bad") and not is_error('{"e": 1}')
     assert answer_note({"finish_reason": "loop", "form": {"loop": {"period": 3, "cut": 40}}}).startswith("the answer")
     assert answer_note({"finish_reason": "stop"}) == ""
+
+
+def test_the_note_says_what_was_removed_what_is_left_and_what_each_repair_did():
+    """Once it said "cut after its first repeat (96 characters)" beside a 740-character answer, and "it answered
+    nothing: unguided" beside a whole answer: each part now says what it means."""
+    note = answer_note({"finish_reason": "loop", "form": {"loop": {"period": 3, "cut": 96}}}, "x" * 740)
+    assert "96 characters removed" in note and note.endswith("the observation is 740 characters")
+    unguided = answer_note({"form": {"empty": "unguided"}}, "a whole answer")
+    assert "its answer was empty; asked again without lwm's guidance" in unguided and "answered nothing" not in unguided
+    assert "even when asked again" in answer_note({"form": {"empty": "none"}}, "")
+    assert "the previous observation was kept" in answer_note({"form": {"empty": "previous"}})
+    assert "that was not JSON either" in answer_note({"form": {"json": "not json"}})
+    assert "the markup was removed" in answer_note({"form": {"html": "stripped"}})
+    edit = {"edit": {"status": "applied", "base": "example 1", "blocks": 1, "unrelated": True}}
+    assert "it edited retrieved example 1, another session's observation" in answer_note(edit)
+
+
+def test_an_answer_sharing_almost_no_words_with_the_session_is_unrelated():
+    page = "Bash Reference Manual. 3.5.3 Shell Parameter Expansion: the $ character introduces parameter expansion"
+    shop = "Shop: Lamps. Desk lamp $24. Floor lamp $80. Add to cart. Checkout. Your cart is empty."
+    assert unrelated(page, shop) and not unrelated(shop.replace("empty", "full"), shop) and not unrelated("", shop)
 
 
 class Cut(MockBackend):

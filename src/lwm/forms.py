@@ -158,21 +158,48 @@ def is_error(text: str) -> bool:
     return bool(_ERROR.match(text))
 
 
-def answer_note(metadata: dict[str, Any]) -> str:
-    """One line on what happened to an answer beyond the ordinary (cut, fell back, repaired); "" when nothing."""
+def unrelated(answer: str, own: str, least: float = 0.2) -> bool:
+    """Whether an answer shares almost nothing with the session's own latest observation (under ``least`` of its
+    words): an edit on a retrieved example that brought another session's page instead of this one's."""
+    words = set(re.findall(r"\w+", answer.lower()))
+    return bool(words) and len(words & set(re.findall(r"\w+", own.lower()))) / len(words) < least
+
+
+EMPTY = {"resampled": "its answer was empty; sampled again",
+         "previous": "its answer was empty, and so was a second; the previous observation was kept",
+         "initial": "its answer was empty, and so was a second; the initial observation was kept",
+         "example": "its answer was empty, and so was a second; the retrieved example's observation was copied",
+         "unguided": "its answer was empty; asked again without lwm's guidance (no edits, no examples)",
+         "none": "it answered nothing, even when asked again"}
+"""What each outcome of the empty-answer repair (``form["empty"]``) means, in words."""
+
+
+def answer_note(metadata: dict[str, Any], content: str | None = None) -> str:
+    """One line on what happened to an answer beyond the ordinary (cut, fell back, repaired); "" when nothing.
+    With ``content``, the note ends with the observation's length, so a cut is read against what is left."""
     said = []
     if metadata.get("finish_reason") == "length":
         said.append("the answer hit the token cap (--max-tokens)")
     form = metadata.get("form") or {}
     if "loop" in form:
-        said.append(f"the answer repeated itself; cut after its first repeat ({form['loop']['cut']} characters)")
+        said.append(f"the answer repeated itself; cut after its first repeat ({form['loop']['cut']} characters "
+                    "removed)")
     edit = metadata.get("edit") or {}
     if edit.get("status") == "malformed":
         said.append(f"its edit could not be applied ({edit.get('error')}); fell back")
-    repairs = (("json", "asked again for JSON"), ("html", "it answered HTML"), ("empty", "it answered nothing"))
-    for name, text in repairs:
-        if name in form:
-            said.append(f"{text}: {form[name]}")
+    if edit.get("unrelated"):
+        said.append(f"it edited retrieved {edit.get('base')}, another session's observation that shares almost "
+                    "nothing with this session's")
+    if "json" in form:
+        said.append("not JSON where the tool's results are; asked again for JSON"
+                    + ("" if form["json"] == "constrained" else ", and that was not JSON either"))
+    if "html" in form:
+        said.append("it answered HTML where the session has none; "
+                    + ("sampled again" if form["html"] == "resampled" else "the markup was removed"))
+    if "empty" in form:
+        said.append(EMPTY.get(form["empty"], f"its answer was empty ({form['empty']})"))
     if form.get("truncation_mark"):
         said.append("removed a copied '[...]' line")
+    if said and content is not None:
+        said.append(f"the observation is {len(content):,} characters")
     return "; ".join(said)

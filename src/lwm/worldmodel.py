@@ -137,6 +137,11 @@ class WorldModel:
             observation = await self._guarded(conv, prompt.messages, observation, domain, config, resolve)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
+        edit = metadata.get("edit") or {}
+        own = history[-1] if history else conv.initial
+        if str(edit.get("base") or "").startswith("example") and own.strip() \
+                and forms.unrelated(observation.content, own):
+            metadata["edit"] = {**edit, "unrelated": True}  # another session's page or screen, said in the note
         if shown:
             metadata["retrieved"] = [f"{t.trajectory}-t{t.turn}" for t in shown]
         return observation.model_copy(update={"metadata": metadata})

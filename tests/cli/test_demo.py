@@ -22,11 +22,26 @@ def test_demo_records_predicts_scores_and_reports(tmp_path):
     # the settings, dates and skill over copy-last a bench report has
     assert "<th>demo model</th><td>mock</td>" in report and "<th>demo started</th>" in report
     assert "Skill over copy-last" in report and "skill over copy-last" in output
-    assert "plain SmolLM2-135M" not in output  # the note is for the default model only
+    assert "lwm-mini" not in output and "plain SmolLM2" not in output  # the notes are for the embedded models
 
 
 @needs_sandbox
 @needs_tmux
-def test_demo_on_the_default_model_says_what_it_can_and_cannot_do(tmp_path):
+def test_demo_on_the_default_model_is_lwm_mini_and_quotes_its_manifests_numbers(tmp_path):
+    """The default is the best world model lwm ships; the note's numbers are read from its manifest, so they
+    cannot drift from the shipped model's (the demo once quoted an older model's 52.8 vs 31.3)."""
+    import json
+
+    from lwm.backends.embedded import packaged_manifest
+
     output = _demo(tmp_path, "--max-tokens", "16")
-    assert "plain SmolLM2-135M" in output and "--model openai:NAME --base-url URL" in output
+    overall = packaged_manifest("lwm-mini")["loso_overall"]
+    assert "lwm-mini" in json.loads((tmp_path / "run.json").read_text())["demo"]["model"]
+    assert f"scores {overall['lwm-mini']} against its untrained base's {overall['base']}" in output
+    assert "--model openai:NAME --base-url URL" in output and "52.8" not in output
+
+
+def test_the_plain_base_is_reachable_by_name_and_said_to_be_untrained():
+    from lwm.cli.demo import model_note
+
+    assert "untrained base" in model_note("embedded:smollm2") and model_note("mock") is None

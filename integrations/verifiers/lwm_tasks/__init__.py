@@ -19,7 +19,9 @@ show ID`); one server serves one domain, so pick tasks of the domain it was star
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any, Self
 
@@ -30,6 +32,18 @@ from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.runtimes.subprocess import SubprocessConfig
 from verifiers.v1.tasksets.openenv import OpenEnvData, OpenEnvTask
 
+
+def _use_this_venvs_uv() -> None:
+    """verifiers' local runtime prepares its scripts with `uv` and, where none is on PATH, fetches one with
+    `curl https://astral.sh/... | sh`: this package depends on PyPI's `uv`, and its folder goes first on PATH so
+    that one is found; uv never downloads a Python of its own (it uses this one)."""
+    here = os.path.join(sys.prefix, "bin")
+    if os.path.exists(os.path.join(here, "uv")) and here not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+    os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+
+_use_this_venvs_uv()
 FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 

@@ -56,17 +56,22 @@ def packaged_adapter(name: str) -> tuple[str, Path] | None:
     return entry[0], path
 
 
-def packaged_guidance(name: str) -> dict[str, Any]:
-    """How a packaged adapter was trained to be asked (its manifest's ``asked_with``): ``edits``, and
-    ``transitions``, the file of real transitions it retrieves from (a path inside lwm/adapters)."""
+def packaged_manifest(name: str) -> dict[str, Any]:
+    """A packaged adapter's manifest (``lwm/adapters/<name>.json``: how it was trained, asked and measured)."""
     manifest = Path(str(files("lwm") / "adapters" / f"{name.lower()}.json"))
     if not manifest.is_file():
         return {}
     import json
 
-    asked = dict(json.loads(manifest.read_text(encoding="utf-8")).get("asked_with") or {})
+    return json.loads(manifest.read_text(encoding="utf-8"))
+
+
+def packaged_guidance(name: str) -> dict[str, Any]:
+    """How a packaged adapter was trained to be asked (its manifest's ``asked_with``): ``edits``, and
+    ``transitions``, the file of real transitions it retrieves from (a path inside lwm/adapters)."""
+    asked = dict(packaged_manifest(name).get("asked_with") or {})
     if asked.get("transitions"):
-        asked["transitions"] = manifest.parent / asked["transitions"]
+        asked["transitions"] = Path(str(files("lwm") / "adapters")) / asked["transitions"]
     return asked
 
 
@@ -290,12 +295,13 @@ class EmbeddedBackend:
         try:
             path = packaged_model_path()
             usable = find_spec("llama_cpp") is not None
-            detail = f"llama.cpp in-process, default model {path.name}" if usable else \
+            detail = (f"llama.cpp in-process: lwm-mini (the default world model) or its base {path.name} "
+                      "(embedded:smollm2)") if usable else \
                 "llama-cpp-python missing: pip install 'lwm[embedded]'"
         except BackendError as exc:
             usable, detail = False, str(exc)
         return BackendInfo(name="embedded", usable=usable, detail=detail,
-                           example="embedded, embedded:lwm-mini, embedded:/path/model.gguf")
+                           example="embedded:lwm-mini, embedded:smollm2, embedded:/path/model.gguf")
 
     def _model(self) -> _Model:
         with _load_lock:

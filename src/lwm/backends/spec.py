@@ -14,7 +14,9 @@ from urllib.parse import parse_qsl
 from lwm.backends.base import Backend
 from lwm.registry import get
 
-DEFAULT_SPEC = "embedded"
+DEFAULT_SPEC = "embedded:lwm-mini"
+"""The best world model lwm ships (SmolLM2-135M trained by lwm, in-process, offline); ``embedded:smollm2`` (or
+plain ``embedded``) is its untrained base."""
 
 
 def _value(text: str) -> Any:

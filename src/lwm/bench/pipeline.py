@@ -190,7 +190,10 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
     every = read_samples(data, reporter)
     samples = first(every, limit)
     options = sampling(options, protocol)
-    wm = world_model(options, concurrency=concurrency)
+    try:
+        wm = world_model(options, concurrency=concurrency)
+    except (ValueError, BackendError) as exc:  # a bad spec or a model that is not there: the user's to change
+        raise BenchError(str(exc), option=True) from None
     budgets = answer_budgets(every, wm.backend.context_window) if options.max_tokens == AUTO else None
     if budgets:
         reporter.say("answer budget per domain (tokens, from the data's real observations; --max-tokens N sets "

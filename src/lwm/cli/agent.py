@@ -159,7 +159,8 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
 
 
 @agent_app.command("compare")
-def compare_cmd(runs: Annotated[list[str], typer.Argument(help="lwm agent eval --out folders; the first is the "
+def compare_cmd(runs: Annotated[list[str], typer.Argument(metavar="RUN",
+                                                          help="lwm agent eval --out folders; the first is the "
                                                               "baseline. A+B+C: one policy's folders at several "
                                                               "seeds, as one run.")]) -> None:
     """Evals of several policies on the same tasks, episode by episode: each run's mean reward, and its paired

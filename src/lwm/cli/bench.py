@@ -237,7 +237,8 @@ def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Conc
 
 
 @bench_app.command("compare")
-def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more scored run folders, baseline first.")]
+def compare_cmd(runs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                           help="Two or more scored run folders, baseline first.")]
                 ) -> None:
     """Scored runs side by side per domain (e.g. base, +CPT, +SFT, +RL); with two, also every dimension's
     difference (second minus first); and the last run against the first sample by sample (won/tied/lost,
@@ -258,7 +259,8 @@ def compare_cmd(runs: Annotated[list[Path], typer.Argument(help="Two or more sco
 
 
 @bench_app.command("export")
-def export_cmd(inputs: Annotated[list[Path], typer.Argument(help="Trajectory collections or .jsonl files.")],
+def export_cmd(inputs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                            help="Trajectory collections or .jsonl files.")],
                out: Annotated[Path, typer.Option(help="Folder for <domain>_test.jsonl files.")],
                compact: Annotated[bool, typer.Option(help="Compact system prompts (what small embedded models "
                                                           "get at inference).")] = False,

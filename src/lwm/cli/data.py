@@ -39,7 +39,8 @@ def load(paths: list[Path]) -> list[Trajectory]:
 
 @data_app.command("split")
 def split(
-    inputs: Annotated[list[Path], typer.Argument(help="Collection folders or trajectories.jsonl files.")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                 help="Collection folders or trajectories.jsonl files.")],
     out: Annotated[Path, typer.Option(help="Folder for train.jsonl and heldout.jsonl.")],
     heldout: Annotated[float, typer.Option(help="Share of trajectories (or of each domain's sources) held out.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Changes which trajectories are held out.")] = 0,
@@ -74,7 +75,8 @@ def split(
 
 
 @data_app.command("stats")
-def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files.")]) -> None:
+def stats(inputs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                       help="Collection folders or .jsonl files.")]) -> None:
     """Counts and lengths per domain, and its distinct environments (sources: servers, apps, sites, projects)."""
     console = Console()
     table = Table(title="trajectories")
@@ -90,7 +92,7 @@ def stats(inputs: Annotated[list[Path], typer.Argument(help="Collection folders 
 
 @data_app.command("build")
 def build_cmd(
-    inputs: Annotated[list[Path], typer.Argument(help="Train-split trajectories (folder or .jsonl).")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="PATH", help="Train-split trajectories (folder or .jsonl).")],
     stage: Annotated[str, typer.Option(help="cpt, sft or rl.")],
     out: Annotated[Path, typer.Option(help="The JSONL to write.")],
     heldout: Annotated[Path | None, typer.Option(help="Held-out trajectories: refuse any that reach training.")]
@@ -141,7 +143,8 @@ def build_cmd(
 
 @data_app.command("transitions")
 def transitions_cmd(
-    inputs: Annotated[list[Path], typer.Argument(help="Collection folders or .jsonl files (a split's train side).")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                 help="Collection folders or .jsonl files (a split's train side).")],
     out: Annotated[Path, typer.Option(help="The file to write, named *.transitions.jsonl.xz.")],
 ) -> None:
     """Pack the transitions that retrieval shows (action, the end of the observation before, the observation

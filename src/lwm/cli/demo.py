@@ -68,12 +68,24 @@ def last_lines(text: str, count: int = 6) -> str:
     return "\n".join(text.splitlines()[-count:])
 
 
-SMALL_MODEL_NOTE = (
-    "The default model is plain SmolLM2-135M (offline, in-process): it shows the loop, not a world model — "
-    "it often echoes the prompt or the action. --model embedded:lwm-mini is the same model trained by lwm to "
-    "write edits and copy from real transitions it ships with (on 20 environments it never saw, data/loso: "
-    "52.8 against the base's 31.3, ahead on OS, search, SWE and web, level on terminal and MCP); "
-    "for real predictions serve a world model and use --model openai:NAME --base-url URL.")
+def model_note(model: str) -> str | None:
+    """What the demo's reader should know about the model it ran: lwm-mini's measured fidelity and speed, read
+    from its manifest (so the text follows the shipped model), or that the plain base is not a world model."""
+    from lwm.backends.embedded import packaged_manifest
+
+    if model in (DEFAULT_SPEC, "embedded:lwm-mini"):
+        manifest = packaged_manifest("lwm-mini")
+        overall = manifest.get("loso_overall") or {}
+        return (f"The model is lwm-mini v{str(manifest.get('version', '?')).split()[0]}, lwm's default world model "
+                "(SmolLM2-135M trained by lwm to write edits and copy from real transitions it ships with; offline, "
+                f"in-process): on 20 environments it never saw (data/loso) it scores {overall.get('lwm-mini', '?')} "
+                f"against its untrained base's {overall.get('base', '?')} (--model embedded:smollm2). Its speed: "
+                f"{manifest.get('session_speed', 'not measured')}. For real predictions serve a world model and use "
+                "--model openai:NAME --base-url URL.")
+    if model in ("embedded", "embedded:smollm2"):
+        return ("The model is plain SmolLM2-135M, lwm-mini's untrained base: it shows the loop, not a world model "
+                "(it often echoes the prompt or the action). The default, --model embedded:lwm-mini, is trained.")
+    return None
 
 
 @o.model_options(exclude=("prompts_dir",), max_tokens=160)
@@ -112,8 +124,9 @@ def demo(
     with bench_errors():
         show_scores(out, by_key)
     console.print(f"(dimensions: {', '.join(DIMENSIONS)})")
-    if options.model == DEFAULT_SPEC:
-        console.print(SMALL_MODEL_NOTE)
+    note = model_note(str(options.model))
+    if note:
+        console.print(note)
 
 
 def register(app: typer.Typer) -> None:

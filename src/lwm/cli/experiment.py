@@ -20,7 +20,8 @@ Results = Annotated[Path, typer.Argument(help="The results folder, e.g. results/
 
 @experiment_app.command("add")
 def add_cmd(results: Results,
-            evals: Annotated[list[Path], typer.Argument(help="lwm agent eval --mode real --out folders, one a seed.")],
+            evals: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                        help="lwm agent eval --mode real --out folders, one a seed.")],
             arm: Annotated[str, typer.Option(help="warm, real, sim, sim-retrieved, sim-control or sim-page.")],
             note: Annotated[str | None, typer.Option(help="What this arm is (its training config, budget).")] = None
             ) -> None:
@@ -79,7 +80,8 @@ def _show(columns: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool,
 
 
 @experiment_app.command("spread")
-def spread_cmd(evals: Annotated[list[Path], typer.Argument(help="One policy's sampled evals (--temperature 1), one "
+def spread_cmd(evals: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                           help="One policy's sampled evals (--temperature 1), one "
                                                                 "folder per seed.")]) -> None:
     """How often one task's sampled episodes disagree: the share of GRPO groups with a gradient at all."""
     from lwm.agent.experiment import sampling_spread
@@ -93,7 +95,8 @@ def spread_cmd(evals: Annotated[list[Path], typer.Argument(help="One policy's sa
 
 
 @experiment_app.command("rewards")
-def rewards_cmd(runs: Annotated[list[Path], typer.Argument(help="lwm agent train output folders (their rollouts/).")],
+def rewards_cmd(runs: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                           help="lwm agent train output folders (their rollouts/).")],
                 markdown: Annotated[bool, typer.Option(help="Print a Markdown table (for docs/sim-rl.md).")] = False
                 ) -> None:
     """Each run's lookup rollouts scored against the real gold row and against the page they were shown: how

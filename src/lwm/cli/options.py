@@ -16,9 +16,9 @@ import typer
 from lwm.model_options import ModelOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
-Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded, embedded:lwm-mini, "
-                                    "embedded:<path.gguf>, openai:<name>, transformers:<dir>, copy-last, "
-                                    "echo-action, mock.", envvar="LWM_MODEL")]
+Model = Annotated[str, typer.Option("--model", "-m", help="Model spec: embedded:lwm-mini (the default), "
+                                    "embedded:smollm2 (its untrained base), embedded:<path.gguf>, openai:<name>, "
+                                    "transformers:<dir>, copy-last, echo-action, mock.", envvar="LWM_MODEL")]
 BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (or OPENAI_BASE_URL).")]
 ApiKey = Annotated[str | None, typer.Option(help="API key (or OPENAI_API_KEY).")]
 Temperature = Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +18,7 @@ from lwm import provision
 from lwm.cli.common import fail
 
 
-def setup(envs: Annotated[list[str] | None, typer.Argument(
+def setup(envs: Annotated[list[str] | None, typer.Argument(metavar="ENV", 
               help=f"Environments to provision ({', '.join(provision.ENVS)}); none: all of them.")] = None,
           check: Annotated[bool, typer.Option("--check", help="Only list what is there and what is missing.")] = False,
           system: Annotated[bool, typer.Option(
@@ -35,23 +37,19 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
         raise typer.BadParameter(f"unknown environment {', '.join(unknown)}; known: {', '.join(provision.ENVS)}")
     console = Console(stderr=True)
     say = lambda line: console.print(f"[dim]setup: {line}[/]")  # noqa: E731
-    missing = provision.missing_system(chosen)
-    if missing and not check and system and os.geteuid() == 0:
+    failed: list[str] = []
+
+    def attempt(what: str, step: Callable[[], object]) -> None:
+        """One part of setup; its failure is one line, and the other parts still install."""
         try:
-            provision.run_step(["apt-get", "update", "-qq"], say)
-        except RuntimeError as exc:
-            raise fail(f"setup: {exc}") from None
-        go, held = (missing, {}) if allow_upgrades else provision.split_upgrades(missing)
-        for package, upgrades in held.items():
-            console.print(f"setup: not installing {package}: it would upgrade {' '.join(upgrades)}, which are "
-                          "installed (--allow-upgrades installs it anyway)")
-        if go:
-            console.print(f"setup: installing system packages: {' '.join(go)}")
-            try:
-                provision.run_step(provision.apt_line(go), say, deadline=3 * provision.DEADLINE,
-                                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-            except RuntimeError as exc:
-                raise fail(f"setup: {exc}") from None
+            step()
+        except (RuntimeError, OSError) as exc:
+            failed.append(what)
+            console.print(f"setup: {what} failed: {exc}", style="red", soft_wrap=True, markup=False)
+
+    missing = provision.missing_system(chosen)
+    if missing and not check and system:
+        attempt("system packages", lambda: _system_packages(missing, allow_upgrades, console, say))
         missing = provision.missing_system(chosen)
     parts = [p for p in provision.PARTS if p.env in chosen]
     if not check and any(not p.ready() for p in parts):
@@ -59,10 +57,7 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
         for part in parts:
             if not part.ready():
                 console.print(f"setup: installing {part.describe} into {part.folder()}")
-                try:
-                    part.install(say)
-                except OSError as exc:
-                    raise fail(f"setup: installing {part.describe} failed: {exc}") from None
+                attempt(f"installing {part.describe}", lambda part=part: part.install(say))
     table = Table(title=f"lwm setup ({provision.data_dir()})")
     for column in ("part", "for", "state"):
         table.add_column(column)
@@ -78,8 +73,36 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(
     Console().print(table)
     if missing:
         console.print(f"setup: as root: {' '.join(provision.apt_line(missing))}")
-    if missing or any(not p.ready() for p in parts):
+    if missing or failed or any(not p.ready() for p in parts):
         raise typer.Exit(1)
+
+
+def _system_packages(missing: list[str], allow_upgrades: bool, console: Console, say: Callable[[str], None]) -> None:
+    """As root, install the missing system packages with apt, none that would upgrade an installed one unless
+    allowed; documentation packages that cannot be installed (held back, or not root) are unpacked into lwm's
+    data folder instead, so no corpus is lost to a held-back package."""
+    docs: list[str] = []
+    if os.geteuid() == 0:
+        provision.run_step(["apt-get", "update", "-qq"], say)
+        go, held = (missing, {}) if allow_upgrades else provision.split_upgrades(missing)
+        for package, upgrades in held.items():
+            if provision.is_documentation(package):
+                docs.append(package)
+                console.print(f"setup: not installing {package} (it would upgrade {' '.join(upgrades)}): unpacking "
+                              "its documents into lwm's data folder instead")
+            else:
+                console.print(f"setup: not installing {package}: it would upgrade {' '.join(upgrades)}, which are "
+                              "installed (--allow-upgrades installs it anyway)")
+        if go:
+            console.print(f"setup: installing system packages: {' '.join(go)}")
+            provision.run_step(provision.apt_line(go), say, deadline=3 * provision.DEADLINE,
+                               env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    elif shutil.which("apt-get"):
+        docs = [p for p in missing if provision.is_documentation(p)]
+    if docs:
+        _check_writable(provision.data_dir())
+        unpacked = provision.unpack_documentation(docs, say)
+        console.print(f"setup: unpacked {' '.join(unpacked)} into {provision.debian_root()} (not installed)")
 
 
 def _check_writable(folder: Path) -> None:

@@ -22,6 +22,7 @@ from lwm.cli import options as o
 from lwm.cli.common import fail, load_state
 from lwm.domains import ActionError, get_domain
 from lwm.envs.registration import open_env
+from lwm.forms import answer_note
 from lwm.serve.mirror import invalid_call
 from lwm.types import Trajectory, read_tools
 from lwm.worldmodel import ContextOverflowError, WorldModel
@@ -76,9 +77,11 @@ class SimShell:
             return f"{refused} (tools: {', '.join(t.get('name', '?') for t in tools)})"
         try:
             with self.console.status("simulating...", spinner="dots"):
-                observation, *_ = self.env.step(action)
+                observation, _, _, _, info = self.env.step(action)
         except (BackendError, ContextOverflowError) as exc:
             return f"lwm: {exc}"
+        if said := answer_note(info, observation):  # as `lwm simulate` says it, on stderr
+            Console(stderr=True, highlight=False).print(f"lwm: {said}", style="dim", markup=False)
         if not self.terminal:
             return observation
         output, prompt = split_screen(self.screen, observation, line)

@@ -47,7 +47,7 @@ def simulate(
         }, ensure_ascii=False, indent=2))
     else:
         typer.echo(observation.content)
-        said = answer_note(observation.metadata)
+        said = answer_note(observation.metadata, observation.content)
         if said:
             typer.echo(f"lwm: {said}", err=True)
 

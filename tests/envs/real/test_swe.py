@@ -142,3 +142,37 @@ def test_fifos_huge_files_long_arguments_and_undecodable_names_are_error_observa
     obs, *_ = env.step(call("list_dir"))
     assert "bad-\\xff.txt" in obs.splitlines()
     env.trajectory.model_dump_json()  # the episode can be recorded
+
+
+def test_sdists_unpack_on_a_python_without_tarfiles_data_filter(tmp_path, monkeypatch):
+    """Debian 12's stock Python (3.11.2) has no ``filter=`` (it came in 3.11.4): the same checks run by hand,
+    and an archive reaching outside the project is refused whole."""
+    import io
+    import tarfile
+
+    from lwm.envs.real import swe
+
+    def archive(name: str, members: list[tuple[str, bytes | None, str | None]]) -> Path:
+        path = tmp_path / name
+        with tarfile.open(path, "w:gz") as tar:
+            for member, data, link in members:
+                info = tarfile.TarInfo(member)
+                if link is not None:
+                    info.type, info.linkname = tarfile.SYMTYPE, link
+                    tar.addfile(info)
+                else:
+                    info.size, info.mode = len(data or b""), 0o4777
+                    tar.addfile(info, io.BytesIO(data or b""))
+        return path
+
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    good = archive("good.tar.gz", [("proj-1/setup.py", b"print(1)", None), ("proj-1/link", None, "setup.py"),
+                                   ("proj-1/pkg/up", None, "../setup.py")])
+    root = swe.unpack_project(good, tmp_path / "out")
+    assert root.name == "proj-1" and (root / "setup.py").read_text() == "print(1)"
+    assert (root / "setup.py").stat().st_mode & 0o7777 == 0o755  # no setuid, nothing world-writable
+    for bad in ([("../evil", b"x", None)], [("/abs", b"x", None)], [("proj/l", None, "../../etc/passwd")],
+                [("proj/l", None, "/etc/passwd")]):
+        with pytest.raises(tarfile.TarError, match="refusing"):
+            swe.unpack_project(archive("bad.tar.gz", bad), tmp_path / "bad")
+    assert not (tmp_path / "evil").exists()

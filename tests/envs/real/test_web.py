@@ -8,6 +8,7 @@ import pytest
 
 from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.web import CHROMIUM, SITES, START_PAGES, WebEnv, parse_calls
+from lwm.provision import located
 from tests.envs.real.conftest import wait_for
 
 pytest.importorskip("playwright")
@@ -75,7 +76,7 @@ def test_every_doc_set_starts_on_a_page_it_has_and_is_served_at_its_address(env)
     for name, docset in DOC_SETS.items():
         if docset.root.exists():
             assert (docset.root / docset.start).is_file(), name
-            assert START_PAGES[name] == docset.url + docset.start and SITES[docset.url] == docset.root
+            assert START_PAGES[name] == docset.url + docset.start and located(SITES[docset.url]) == docset.root
     env.reset()
     obs, *_ = env.step("goto('https://flask.palletsprojects.com/en/stable/quickstart.html')")
     assert "URL: https://flask.palletsprojects.com/en/stable/quickstart.html" in obs and "Quickstart" in obs

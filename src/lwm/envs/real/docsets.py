@@ -2,8 +2,8 @@
 
 One table for both domains that use them: the web environment serves each folder at its URL (a browser
 walks the real pages), and the search environment indexes the Sphinx-built ones as corpora of their own
-(``sources=["flask-docs"]``). ``lwm setup search`` installs the packages; a set whose folder is missing is
-simply not available.
+(``sources=["flask-docs"]``). ``lwm setup search`` installs the packages (or unpacks into lwm's data folder those whose
+install would upgrade the system); a set whose folder is missing is simply not available.
 """
 
 from __future__ import annotations
@@ -11,16 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lwm.provision import located
+
 
 @dataclass(frozen=True)
 class DocSet:
     url: str
     """The public address the folder is served at (ends with /)."""
-    root: Path
+    installed: Path
+    """Where Debian's package puts the folder."""
     start: str = "index.html"
     """The page an episode starts on, relative to ``url``."""
     sphinx: bool = False
     """Built by Sphinx (classic or Read the Docs theme): search finds the main text and indexes these."""
+
+    @property
+    def root(self) -> Path:
+        """The folder: installed, or unpacked into lwm's data folder where its package is held back."""
+        return located(self.installed)
 
 
 DOC = Path("/usr/share/doc")

@@ -127,7 +127,7 @@ def _corpus_index(sources: tuple[str, ...], limit_per_source: int | None, cache_
 def _source_stamp(sources: tuple[str, ...]) -> list[float]:
     """Installed package files change the collection: their modification times are in the cache key (the
     indexed doc sets' folders too, so an upgraded doc package rebuilds its index)."""
-    paths = [Path("/usr/share/doc/python3/html"), Path("/usr/share/man/man2"), Path("/usr/share/man/man7"),
+    paths = [DOC_SETS["python-docs"].root, Path("/usr/share/man/man2"), Path("/usr/share/man/man7"),
              Path("/usr/share/dictd"), *(DOC_SETS[s].root for s in sources if s in DOC_SETS)]
     return [p.stat().st_mtime if p.exists() else 0.0 for p in paths]
 

@@ -80,9 +80,29 @@ def unpack_project(source: Path, into: Path) -> Path:
         shutil.copytree(source, target, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc"))
         return target
     with tarfile.open(source) as archive:
-        archive.extractall(into, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4+ (Debian 12's stock 3.11.2 lacks it)
+            archive.extractall(into, filter="data")
+        else:
+            archive.extractall(into, members=_plain_members(archive, source))
     roots = [p for p in into.iterdir() if p.is_dir()]
     return roots[0] if len(roots) == 1 else into
+
+
+def _plain_members(archive: tarfile.TarFile, source: Path) -> list[tarfile.TarInfo]:
+    """What ``filter="data"`` allows, for a Python without it: files, folders and links that stay inside the
+    target; an absolute or ``..`` name, a link leading out, or a device refuses the whole archive."""
+    def escapes(name: str) -> bool:
+        plain = os.path.normpath(name)
+        return os.path.isabs(name) or plain == ".." or plain.startswith("../")
+
+    members = archive.getmembers()
+    for member in members:
+        link = os.path.join(os.path.dirname(member.name), member.linkname) if member.issym() else member.linkname
+        if escapes(member.name) or ((member.issym() or member.islnk()) and escapes(link)) or not (
+                member.isfile() or member.isdir() or member.issym() or member.islnk()):
+            raise tarfile.TarError(f"{source}: refusing {member.name!r} (outside the project, or not a plain file)")
+        member.mode &= 0o755  # as the data filter: no setuid/setgid/sticky bits, nothing group/world-writable
+    return members
 
 
 def _check_argument(tool: str, name: str, value: str) -> None:

@@ -28,6 +28,7 @@ from lwm.envs.base import TextEnv
 from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.process import Reaper
 from lwm.envs.real.sandbox import Limits, Sandbox, bwrap_path
+from lwm.provision import located
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
 
@@ -37,7 +38,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SITES = {
     "http://shop.lwm.test/": Path(__file__).parent / "sites",
     # Documentation sets Debian ships (lwm setup web installs them), each at its public address.
-    **{doc.url: doc.root for doc in DOC_SETS.values()},
+    **{doc.url: doc.installed for doc in DOC_SETS.values()},
 }
 START_PAGES = {"shop": "http://shop.lwm.test/index.html",
                **{name: doc.url + doc.start for name, doc in DOC_SETS.items()}}
@@ -217,8 +218,9 @@ class WebEnv(TextEnv):
     def _serve(self, route: Any) -> None:
         """Answer from local files for the known sites; anything else fails as offline."""
         url = route.request.url.split("#", 1)[0].split("?", 1)[0]
-        for prefix, root in SITES.items():
+        for prefix, site in SITES.items():
             if url.startswith(prefix):
+                root = located(site)
                 relative = url[len(prefix):] or "index.html"
                 path = (root / relative).resolve()
                 if relative.endswith("/"):
