@@ -11,9 +11,11 @@ import pytest
 from lwm.envs.real.docsets import DOC_SETS
 from lwm.envs.real.search import SearchEnv, SearchIndex, corpus_index
 from lwm.envs.real.search_corpus import page_text
+from lwm.provision import located
 
 pytest.importorskip("bm25s")
-needs = lambda path: pytest.mark.skipif(not Path(path).exists(), reason=f"{path} missing (make setup)")  # noqa: E731
+needs = lambda path: pytest.mark.skipif(  # noqa: E731
+    not located(Path(path)).exists(), reason=f"{path} missing (make setup)")
 
 
 def call(name: str, **arguments) -> str:

@@ -64,7 +64,7 @@ def test_wrong_ids_and_offline_sites_are_errors_with_the_page_shown(env):
     assert "Title: 404 Not Found" in obs
 
 
-@pytest.mark.skipif(not Path("/usr/share/doc/python3/html/library/json.html").exists(), reason="python3-doc missing")
+@pytest.mark.skipif(not (DOC_SETS["python-docs"].root / "library/json.html").exists(), reason="python3-doc missing")
 def test_python_docs_are_served_at_their_public_url(env):
     env.reset()
     obs, *_ = env.step("goto('https://docs.python.org/3/library/json.html')")
