@@ -19,9 +19,11 @@ def test_packaged_model_is_found_inside_the_wheel():
     assert "site-packages" in str(path)
 
 
-def test_default_spec_is_the_embedded_model():
+def test_default_spec_is_lwm_mini_and_its_base_is_reachable_by_name():
     backend = load_backend()
-    assert isinstance(backend, EmbeddedBackend) and backend.name == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert isinstance(backend, EmbeddedBackend) and "+lwm-mini.gguf@" in backend.name and backend.asked_with["edits"]
+    base = load_backend("embedded:smollm2")
+    assert base.name == load_backend("embedded").name == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf"
     assert backend.compact_prompts and backend.context_window == 8192  # the window SmolLM2 was trained with
     assert load_backend("embedded?n_ctx=1024").context_window == 1024
 

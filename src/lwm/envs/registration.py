@@ -1,4 +1,5 @@
-"""Gymnasium registration: ``gymnasium.make("lwm/Terminal-v0", model="embedded")`` for every domain,
+"""Gymnasium registration: ``gymnasium.make("lwm/Terminal-v0")`` (the default world model, lwm-mini; ``model=`` names
+another, e.g. ``model="embedded:smollm2"``) for every domain,
 simulated, and ``lwm/Terminal-real-v0`` for the real environments, after ``import lwm``.
 
 ``make_vec`` with ``vectorization_mode="vector_entry_point"`` gives ``SimVectorEnv``: one world model shared
