@@ -42,8 +42,11 @@ def test_usage_errors_are_one_line_in_lwms_style_not_boxed_panels():
     for argv, says in [(["train", "sft", "--config", "/nonexistent.yaml"], "No such file or directory"),
                        (["bench", "run"], "Missing option '--data'"),
                        (["bench", "run", "--nosuch"], "No such option: --nosuch"),
-                       (["nosuchcmd"], "No such command 'nosuchcmd'")]:
-        done = subprocess.run([lwm, *argv], capture_output=True, text=True, timeout=120)
+                       (["nosuchcmd"], "No such command 'nosuchcmd'"),
+                       (["bench", "run", "--data", "data/bench-sample", "--model", "mock?seed=99", "--out", "/tmp/x"],
+                        "unknown option 'seed'")]:
+        done = subprocess.run([lwm, *argv], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).parents[2])
         assert done.returncode == 2, argv
         (line,) = done.stderr.strip().splitlines()
         assert line.startswith("lwm: error: ") and says in line and "╭" not in done.stderr, argv
