@@ -11,21 +11,18 @@ installed with apt — only the missing ones, never upgrading what is there.
 from __future__ import annotations
 
 import hashlib
-import html
 import os
-import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-PINS = Path(__file__).parent
+from lwm.provision.sdists import PINS, fetch_sdist, pinned_hashes, verified
+from lwm.provision.steps import DEADLINE, StepFailed, cause, run_step
 
-
+__all__ = ["DEADLINE", "PINS", "StepFailed", "cause", "fetch_sdist", "pinned_hashes", "run_step"]
 def data_dir() -> Path:
     """lwm's data folder: ``LWM_DATA_DIR``, or the platform's user data folder for lwm."""
     if os.environ.get("LWM_DATA_DIR"):
@@ -41,23 +38,6 @@ def npm_bin() -> Path:
 
 def pypi_bin() -> Path:
     return data_dir() / "pypi" / ".venv" / "bin"
-
-
-@cache
-def pinned_hashes(path: Path) -> dict[str, list[str]]:
-    """``name==version`` -> its allowed sha256 digests, from a pip requirements file with ``--hash`` options
-    (``scripts/pin_hashes.py`` writes them)."""
-    pins: dict[str, list[str]] = {}
-    current = None
-    for token in path.read_text().replace("\\\n", " ").split():
-        if token.startswith("#"):
-            current = None
-        elif "==" in token and not token.startswith("--"):
-            current = token
-            pins[current] = []
-        elif token.startswith("--hash=sha256:") and current:
-            pins[current].append(token.removeprefix("--hash=sha256:"))
-    return pins
 
 
 def swe_projects() -> list[str]:
@@ -217,173 +197,6 @@ def _stamp(folder: Path, pins: Path) -> None:
     (folder / ".lwm-installed").write_text(_digest(pins) + "\n")
 
 
-DEADLINE = 900.0
-"""The most seconds one install step (npm ci, pip, one download) may take before it is stopped."""
-
-
-TRANSIENT = ("ECONNRESET", "ETIMEDOUT", "EAI_AGAIN", "ECONNREFUSED", "ENOTFOUND", "socket hang up", "network",
-             "Temporary failure", "Connection reset", "timed out", "503", "502", "429")
-"""Words in a failed step's output that say a retry may help (a registry's bad minute, not a bad pin)."""
-CERTIFICATE = ("SELF_SIGNED_CERT", "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "CERTIFICATE_VERIFY",
-               "certificate verify failed", "CERT_")
-
-
-class StepFailed(RuntimeError):
-    """One install step failed; the message is its cause in one line (and what to do about it)."""
-
-
-def cause(output: str) -> str:
-    """The one line of a failed step's output that says why: npm's ``npm error code``/``npm ERR!`` line, pip's
-    ``ERROR:`` line, else the last non-empty line; a certificate error names the settings that fix it."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if any(word in output for word in CERTIFICATE):
-        return ("the registry's TLS certificate is not trusted here (a proxy's own certificate?): give its CA "
-                "bundle as NODE_EXTRA_CA_CERTS (npm) and SSL_CERT_FILE / PIP_CERT (pip, downloads), then rerun")
-    for marker in ("npm error code", "npm ERR! code", "ERROR:", "E:", "error:"):
-        hits = [line for line in lines if line.startswith(marker)]
-        if hits:
-            detail = next((line for line in lines if line.startswith(("npm error", "npm ERR!"))
-                           and line not in hits), "") if "npm" in marker else ""
-            return "; ".join(filter(None, [hits[0], detail]))[:400]
-    return (lines[-1] if lines else "it printed nothing")[:400]
-
-
-def run_step(argv: list[str], say: Callable[[str], None], deadline: float = DEADLINE,
-             env: dict[str, str] | None = None, cwd: Path | None = None, tries: int = 3) -> None:
-    """Run one install step in its own process group, stopped (the whole group) at ``deadline`` seconds, on
-    Ctrl+C, and — by a watchdog — if lwm itself is killed: an offline `npm ci` once hung and was orphaned.
-    A failure whose output looks transient (a reset connection, a 503) is retried with back-off, ``tries`` in
-    all; any failure is a ``StepFailed`` that says its cause in one line."""
-    import time
-
-    for attempt in range(1, tries + 1):
-        say(" ".join(argv) + (f" (try {attempt} of {tries})" if attempt > 1 else ""))
-        code, output = _run_once(argv, deadline, env, cwd)
-        if code == 0:
-            return
-        why = cause(output)
-        if attempt == tries or not any(word in output for word in TRANSIENT) or why.startswith("the registry's TLS"):
-            raise StepFailed(f"{Path(argv[0]).name} failed (exit {code}): {why}")
-        say(f"{Path(argv[0]).name} failed ({why}); retrying in {2 ** attempt} s")
-        time.sleep(2 ** attempt)
-
-
-def _run_once(argv: list[str], deadline: float, env: dict[str, str] | None, cwd: Path | None) -> tuple[int, str]:
-    from lwm.envs.real.process import Reaper, kill_group
-
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                start_new_session=True, env=env, cwd=cwd)
-    except OSError as exc:
-        raise StepFailed(f"{argv[0]} could not run: {exc.strerror or exc}") from None
-    reaper = Reaper(commands=[f"kill -9 -- -{proc.pid}"])
-    try:
-        out, _ = proc.communicate(timeout=deadline)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        raise StepFailed(f"{argv[0]} took longer than {deadline:g} s and was stopped (offline? a registry "
-                         "that does not answer?)") from None
-    except BaseException:
-        kill_group(proc)
-        raise
-    finally:
-        reaper.proc.kill()  # the step is over either way: the watchdog's kill is not needed
-        reaper.proc.wait()
-    return proc.returncode, out or ""
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _verified(path: Path, pin: str) -> bool:
-    """Whether ``path`` holds the pinned file: present and its sha256 one of the pin's."""
-    return path.is_file() and _sha256(path) in pinned_hashes(PINS / "swe" / "projects.txt").get(pin, [])
-
-
-INDEX = "https://pypi.org/simple"
-
-
-def pip_index() -> str:
-    """The package index pip is configured with here (``PIP_INDEX_URL``, else pip's config files), else PyPI's:
-    a machine behind a company index downloads the sdists from where its pip does."""
-    if os.environ.get("PIP_INDEX_URL"):
-        return os.environ["PIP_INDEX_URL"].rstrip("/")
-    try:
-        done = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True,
-                              text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return INDEX
-    return done.stdout.strip().rstrip("/") if done.returncode == 0 and done.stdout.strip() else INDEX
-
-
-def _listed_files(answer: Any) -> list[tuple[str, str]]:
-    """``(url, sha256)`` of each file a simple-index page lists, in its JSON form (PEP 691) or its HTML form
-    (PEP 503: the hash in the link's fragment)."""
-    from urllib.parse import urljoin
-
-    base = str(answer.url)
-    if "json" in answer.headers.get("content-type", ""):
-        return [(urljoin(base, f["url"]), f["hashes"].get("sha256", "")) for f in answer.json()["files"]]
-    links = re.findall(r'href="([^"#]+)#sha256=([0-9a-f]{64})"', answer.text)
-    return [(urljoin(base, html.unescape(url)), digest) for url, digest in links]
-
-
-def fetch_sdist(pin: str, into: Path, say: Callable[[str], None], index: str | None = None) -> Path:
-    """The pinned source distribution of ``pin``, downloaded as a file (no build code runs, as it would under
-    `pip download`), kept only if its sha256 is the pinned one. A network failure is retried with back-off."""
-    import httpx2 as httpx
-    from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
-
-    name, version = pin.split("==")
-    index = index or pip_index()
-    wanted = set(pinned_hashes(PINS / "swe" / "projects.txt").get(pin, []))
-    if not wanted:
-        raise StepFailed(f"{pin} has no pinned hash in projects.txt (scripts/pin_hashes.py writes them)")
-    target = into / f"{name}-{version}.tar.gz"
-    staging = target.with_name(target.name + ".part")
-
-    @retry(retry=retry_if_exception_type(httpx.TransportError), stop=stop_after_attempt(3),
-           wait=wait_exponential(min=2, max=16), reraise=True)
-    def download() -> str:
-        with httpx.Client(timeout=60, follow_redirects=True) as client:
-            listing = client.get(f"{index}/{name}/", headers={
-                "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
-            listing.raise_for_status()
-            found = next((url for url, digest in _listed_files(listing) if digest in wanted), None)
-            if found is None:
-                raise StepFailed(f"{index} lists no file of {pin} with the pinned sha256")
-            say(f"download {found}")
-            digest = hashlib.sha256()
-            with client.stream("GET", found) as answer, staging.open("wb") as handle:
-                answer.raise_for_status()
-                for block in answer.iter_bytes():
-                    digest.update(block)
-                    handle.write(block)
-        return digest.hexdigest()
-
-    try:
-        got = download()
-    except httpx.HTTPStatusError as exc:
-        raise StepFailed(f"{pin}: {exc.request.url} answered {exc.response.status_code}") from None
-    except httpx.TransportError as exc:
-        text = str(exc) or type(exc).__name__
-        if any(word in text for word in CERTIFICATE):
-            text = cause(text)
-        raise StepFailed(f"{pin}: could not download from {index} ({text}); offline? (pip's index is used: "
-                         "PIP_INDEX_URL or pip.conf)") from None
-
-    if got not in wanted:
-        staging.unlink(missing_ok=True)
-        raise StepFailed(f"{pin}: the downloaded file's sha256 {got} is not the pinned one; nothing kept")
-    staging.replace(target)
-    return target
-
-
 @dataclass(frozen=True)
 class Part:
     """One thing ``lwm setup`` provides: where it goes, whether it is there, how to put it there."""
@@ -402,7 +215,7 @@ class Part:
             return _stamped(self.folder(), PINS / "mcp" / "package-lock.json")
         if self.name == "pypi-servers":
             return _stamped(self.folder() / ".venv", PINS / "pypi" / "requirements.txt")
-        return all(_verified(f, p) for p, f in zip(swe_projects(), swe_sdists(), strict=True))
+        return all(verified(f, p) for p, f in zip(swe_projects(), swe_sdists(), strict=True))
 
     def install(self, say: Callable[[str], None]) -> None:
         """Install into a staging folder renamed into place (a killed run leaves no half install); the venv
@@ -414,7 +227,7 @@ class Part:
             sdists = folder / "sdists"
             sdists.mkdir(parents=True, exist_ok=True)
             for pin, file in zip(swe_projects(), swe_sdists(), strict=True):
-                if not _verified(file, pin):
+                if not verified(file, pin):
                     fetch_sdist(pin, sdists, say)
         elif self.name == "pypi-servers":
             shutil.rmtree(folder, ignore_errors=True)

@@ -150,8 +150,12 @@ def test_streamable_http_server(make):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # its HTTP transport names sessions with the global `crypto` (Node 19+); Debian 12's Node 18 has it behind a flag
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.lstrip("v").split(".")[0]
+    webcrypto = {"NODE_OPTIONS": "--experimental-global-webcrypto"} if node.isdigit() and int(node) < 19 else {}
     proc = subprocess.Popen([str(NPM_BIN / "mcp-server-everything"), "streamableHttp"],
-                            env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env={**os.environ, "PORT": str(port), **webcrypto}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         def listening() -> bool:
             with socket.socket() as probe:
