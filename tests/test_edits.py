@@ -142,3 +142,29 @@ def test_the_rl_reward_scores_an_edit_as_the_whole_observation_it_stands_for():
                                                   history=[history] * 3, domain=["terminal"] * 3)
     assert rewards[0] == pytest.approx(1.0) == rewards[1]  # the edit scores as the real screen itself
     assert rewards[2] < rewards[0]  # a malformed edit is its base (the previous screen), not the answer
+
+
+def test_an_edit_of_a_retrieved_example_that_brings_another_sessions_page_is_said_and_counted():
+    """A fresh web session once answered a click with a 20 KB manual page of another session, through
+    `@edit example 1`, and nothing said so: now the observation's edit is marked unrelated, the note says it and
+    the bench report counts it; an example that shares the session's screen is not marked."""
+    from lwm.backends import MockBackend
+    from lwm.bench.report import _answers
+    from lwm.envs import SimEnv
+    from lwm.forms import answer_note
+    from lwm.retrieval import Transition, TransitionIndex
+    from lwm.worldmodel import WorldModel
+
+    manual = "Bash Reference Manual. Shell Parameter Expansion: the dollar character introduces expansion " * 20
+    action = '[{"keystrokes": "ls\\n", "duration": 0.1}]'
+    for after, unrelated in ((manual, True), ("user@sandbox:~$ ls\nnotes.txt\nuser@sandbox:~$", False)):
+        index = TransitionIndex.of([Transition("terminal", "other", "t-other", 1, action, "user@sandbox:~$", after)])
+        wm = WorldModel(MockBackend(["<predicted_observation>@edit example 1</predicted_observation>"]),
+                        cache=False, retriever=index, edits=True)
+        env = SimEnv(wm, "terminal")
+        env.reset(seed=0)
+        obs, _, _, _, info = env.step(action)
+        assert obs == after and info["edit"]["base"] == "example 1"
+        assert bool(info["edit"].get("unrelated")) is unrelated
+        assert ("it edited retrieved example 1" in answer_note(info)) is unrelated
+        assert ("edit of an unrelated example" in _answers([{"edit": info["edit"]}])) is unrelated

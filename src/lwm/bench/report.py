@@ -134,6 +134,8 @@ def _answers(rows: list[dict[str, Any]]) -> str:
         keys = [f"finish {row.get('finish_reason')}"] if row.get("finish_reason") else []
         if row.get("edit"):
             keys.append(f"edit {row['edit'].get('status')}")
+            if row["edit"].get("unrelated"):  # another session's page or screen, copied through @edit example N
+                keys.append("edit of an unrelated example")
         keys += [f"{name} {value if isinstance(value, str) else 'cut'}"
                  for name, value in (row.get("form") or {}).items()]
         for key in keys:
