@@ -32,11 +32,19 @@ hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
 # the dev extras hold every other: a venv set up for the tests serves the demo too
 if [ "$have" != "$hash $extras" ] && [ "$have" != "$hash dev" ]; then
-  echo "setup: installing lwm[$extras] into .venv (the first build of llama-cpp-python takes several minutes)"
+  echo "setup: installing lwm[$extras] into .venv (the first build of llama.cpp takes about 8 minutes on 2 cores)"
+  # a line a minute while pip is quiet, so a long first build is not mistaken for a hang
+  started=$(date +%s)
+  ( while sleep 60; do echo "setup: still installing ($(( ($(date +%s) - started) / 60 )) min)"; done ) &
+  ticker=$!
+  trap 'kill $ticker 2>/dev/null || true' EXIT
   .venv/bin/python -m pip install -q --upgrade pip
   # A portable llama.cpp build: no -march=native, no multimodal parts we do not use.
   CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF}" \
     .venv/bin/python -m pip install -q -e ".[$extras]"
+  kill $ticker 2>/dev/null || true
+  trap - EXIT
+  echo "setup: installed in $(( $(date +%s) - started )) s"
   echo "$hash $extras" > "$stamp"
 fi
 
