@@ -271,3 +271,23 @@ def test_a_wheel_with_only_the_embedded_extra_runs_the_demo_with_the_default_mod
     assert "lwm-mini" in done.stdout and (away / "lwm-demo" / "report.html").is_file()
     scores = json.loads((away / "lwm-demo" / "scores.json").read_text())
     assert scores["overall"] > 0 and scores["skill_over_copy_retrieved"]["domains"], scores.keys()
+
+
+def test_sdists_come_from_pips_index_in_either_simple_form(monkeypatch):
+    """A machine behind a company index downloads where its pip does (PIP_INDEX_URL or pip.conf), and such an
+    index may answer the simple API's HTML form (PEP 503) rather than its JSON (PEP 691)."""
+    from types import SimpleNamespace
+
+    from lwm.provision import sdists
+
+    monkeypatch.setenv("PIP_INDEX_URL", "https://pypi.example.internal/simple/")
+    assert sdists.pip_index() == "https://pypi.example.internal/simple"
+    digest = "ab" * 32
+    page = SimpleNamespace(url="https://pypi.example.internal/simple/six/", headers={"content-type": "text/html"},
+                           text=f'<a href="../../files/six-1.17.0.tar.gz#sha256={digest}">six-1.17.0.tar.gz</a>')
+    assert sdists._listed_files(page) == [("https://pypi.example.internal/files/six-1.17.0.tar.gz", digest)]
+    as_json = SimpleNamespace(url="https://pypi.org/simple/six/", headers={"content-type": "application/vnd.pypi."
+                                                                          "simple.v1+json"},
+                              json=lambda: {"files": [{"url": "https://files.example/six.tar.gz",
+                                                       "hashes": {"sha256": digest}}]})
+    assert sdists._listed_files(as_json) == [("https://files.example/six.tar.gz", digest)]
