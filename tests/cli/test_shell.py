@@ -141,3 +141,15 @@ def test_ctrl_c_during_a_prediction_abandons_it_and_the_shell_goes_on(tmp_path):
     text = console.export_text()
     assert "prediction abandoned" in text and "notes.txt" in text
     assert len(traj.turns) == 1
+
+
+def test_the_shell_says_on_stderr_what_happened_to_an_answer(capsys):
+    """`lwm shell` printed no note at all: an edit that falls back is now said, as `lwm simulate` says it."""
+    broken = ("<predicted_observation>@edit previous\n<<<<<<< SEARCH\nnowhere\n=======\nx\n>>>>>>> REPLACE"
+              "</predicted_observation>")
+    console = Console(record=True, width=120)
+    shell = SimShell(WorldModel(MockBackend([broken]), cache=False), Trajectory(domain="terminal"), console)
+    shell.handle("ls")
+    err = capsys.readouterr().err
+    assert err.startswith("lwm: its edit could not be applied (SEARCH text not in the base: 'nowhere'); fell back")
+    assert "the observation is" in err and "nowhere" not in console.export_text()
