@@ -7,19 +7,59 @@ round-trips through JSON into any other (bench export, training data) without lo
 from __future__ import annotations
 
 import json
+import math
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticSerializationError
 
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 TextId = Annotated[str, BeforeValidator(lambda value: str(value) if isinstance(value, int) else value)]
 """A row id: text, though some published files write numbers."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class Action(BaseModel):
+def well_formed(value: Any) -> Any:
+    """``value`` with every lone surrogate (``"\\ud800"`` sent as a JSON escape, a file name that is not UTF-8
+    decoded with surrogateescape) replaced by U+FFFD, in every string, key and nested item. Such text can be
+    neither typed, nor written as UTF-8, nor stored: an action holding one once lost its whole episode. A
+    surrogate pair split over two code points is joined into its character."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list | tuple):
+        return [well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {well_formed(key): well_formed(item) for key, item in value.items()}
+    return value
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is a JSON number with a finite float value: not a bool, NaN, Infinity, or an integer
+    such as 10**400 that no float holds (durations and timeouts are checked with it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+class _WellFormed(BaseModel):
+    """A model whose text is always storable: see :func:`well_formed`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _well_formed(cls, data: Any) -> Any:
+        return well_formed(data) if isinstance(data, dict) else data
+
+
+class Action(_WellFormed):
     """What the agent did: the domain's own action format, kept as given.
 
     Terminal: a list of ``{"keystrokes", "duration"}``; MCP/SWE/Search/Android: a JSON tool call;
@@ -33,7 +73,7 @@ class Action(BaseModel):
     """The agent's reasoning before the action, if recorded; not shown to the world model."""
 
 
-class Observation(BaseModel):
+class Observation(_WellFormed):
     """What the environment answered, as clean text (markers, tags and reasoning removed)."""
 
     model_config = ConfigDict(frozen=True)
@@ -51,7 +91,7 @@ class Turn(BaseModel):
     observation: Observation
 
 
-class Context(BaseModel):
+class Context(_WellFormed):
     """The state a session starts from: what the world model is told before the first turn."""
 
     task: str | None = None
@@ -95,7 +135,11 @@ class Trajectory(BaseModel):
             raise ValueError(f"{path}: not a valid lwm trajectory JSON: {exc}") from exc
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        try:
+            text = self.model_dump_json(indent=2)
+        except PydanticSerializationError:  # a lone surrogate outside the actions and observations
+            text = json.dumps(well_formed(self.model_dump(mode="json")), ensure_ascii=False, indent=2)
+        Path(path).write_text(text, encoding="utf-8")
 
 
 def read_tools(path: str | Path) -> list[dict[str, Any]]:

@@ -167,3 +167,82 @@ def test_a_huge_duration_neither_stalls_the_real_terminal_nor_raises(tmp_path, m
         long = env.step({"action": [{"keystrokes": "x" * 200_000, "duration": 0.5}]})  # over exec's 128 KiB
         assert "env_error" not in long.observation["info"] and "xxxx" in long.observation["text"]
         assert "$" in env.step({"action": [{"keystrokes": "C-c", "duration": 0.2}]}).observation["text"]
+
+
+def _frames(server_url: str):
+    """A raw WebSocket on the server: frames sent as written (a JSON escape such as \\ud800 kept as sent)."""
+    return connect(server_url.replace("http", "ws") + "/ws", max_size=None)
+
+
+def _answer(socket) -> dict:
+    return json.loads(socket.recv(timeout=60))["data"]
+
+
+@pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
+def test_whatever_an_action_holds_the_episode_is_recorded_and_each_step_costs_what_it_says(tmp_path):
+    """A lone surrogate once lost the whole episode without a word; 20,000 newlines took 71 s (a tmux call each);
+    a duration of 10**400 was an EXECUTION_ERROR; state's step_count counted refused actions."""
+    import time
+
+    config = ServeConfig(domain="terminal", mode="real", store=tmp_path / "s")
+    with ThreadedServer(openenv_app(config)) as server, _frames(server.url) as socket:
+        socket.send('{"type": "reset", "data": {}}')
+        assert "user@sandbox" in _answer(socket)["observation"]["text"]
+        socket.send('{"type": "step", "data": {"action": [{"keystrokes": "echo \\ud800-ok\\n", "duration": 0.5}]}}')
+        assert "\ufffd-ok" in _answer(socket)["observation"]["text"]
+        socket.send('{"type": "step", "data": {"action": [{"keystrokes": "ls\\n", "duration": 1' + "0" * 400 + '}]}}')
+        assert "finite" in _answer(socket)["observation"]["info"]["invalid_action"]
+        started = time.monotonic()
+        socket.send(json.dumps({"type": "step", "data": {"action": [{"keystrokes": "\n" * 100_000, "duration": 0}]}}))
+        assert "env_error" not in _answer(socket)["observation"]["info"]
+        assert time.monotonic() - started < 30  # was: ~295 s, one tmux call per newline
+        socket.send('{"type": "state"}')
+        assert _answer(socket)["step_count"] == 2  # the refused duration is no turn
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert len(recorded.turns) == 2 and recorded.turns[0].action.content[0]["keystrokes"] == "echo \ufffd-ok\n"
+
+
+@pytest.mark.skipif(not (shutil.which("tmux") and shutil.which("bwrap")), reason="needs tmux and bubblewrap")
+def test_sigterm_ends_a_step_in_flight_at_once_and_the_episode_is_recorded(tmp_path):
+    """SIGTERM during a step waiting out its 60 s cap once took 59.4 s to stop the server."""
+    import signal
+    import socket as sockets
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    lwm = str(Path(sys.executable).with_name("lwm"))
+    server = subprocess.Popen([lwm, "serve", "openenv", "--real", "--port", str(port), "--store", str(tmp_path / "s")],
+                              stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket = _frames(url)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        with socket:
+            socket.send('{"type": "reset", "data": {}}')
+            _answer(socket)
+            socket.send(json.dumps({"type": "step", "data": {"action": [{"keystrokes": "echo one\n",
+                                                                         "duration": 0.5}]}}))
+            _answer(socket)
+            socket.send(json.dumps({"type": "step", "data": {"action": [{"keystrokes": "sleep 1000\n",
+                                                                         "duration": 1e9}]}}))
+            time.sleep(1.0)  # the step is waiting out its duration
+            started = time.monotonic()
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=120)
+            stopped = time.monotonic() - started
+    finally:
+        server.kill()
+    assert stopped < 20, f"the server took {stopped:.1f} s to stop"
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert recorded.turns[0].action.content[0]["keystrokes"] == "echo one\n"

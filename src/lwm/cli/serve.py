@@ -52,13 +52,19 @@ def _config(options: o.ModelOptions | None, control: Path | None, **fields: Any)
 def _serve_http(app: Any, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
+    from lwm.envs.real.process import stop_in_flight
     from lwm.serve.auth import protect
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stop_in_flight()  # a step waiting out a long duration or command ends now, not after it
+            super().handle_exit(sig, frame)
 
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default action that kills
     # the process before the caller's `finally` records the open sessions. As SystemExit, cleanup runs.
     previous = signal.signal(signal.SIGTERM, _exit)
     try:
-        uvicorn.run(protect(app, host, token), host=host, port=port, log_level="warning")
+        Server(uvicorn.Config(protect(app, host, token), host=host, port=port, log_level="warning")).run()
     finally:
         signal.signal(signal.SIGTERM, previous)
 

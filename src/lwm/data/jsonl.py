@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from lwm.types import well_formed
 
 log = logging.getLogger(__name__)
 Row = TypeVar("Row", bound=BaseModel)
@@ -67,7 +70,16 @@ class JsonlFile(Generic[Row]):
         """One whole line, flushed (and synced with ``sync``): a kill leaves at most one partial line, which
         readers skip. Safe to call from several threads."""
         with self._lock:
-            self._append(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+            self._append(self._line(row))
+
+    def _line(self, row: Row) -> str:
+        """``row`` as one JSON line; text that is not well-formed Unicode anywhere in it (a lone surrogate in a
+        provenance field) is stored with U+FFFD in its place rather than losing the row."""
+        try:
+            return row.model_dump_json(exclude_none=self.exclude_none) + "\n"
+        except PydanticSerializationError:
+            plain = well_formed(row.model_dump(mode="json", exclude_none=self.exclude_none))
+            return json.dumps(plain, ensure_ascii=False) + "\n"
 
     def _append(self, line: str) -> None:
         if self._handle is None:
@@ -92,7 +104,7 @@ class JsonlFile(Generic[Row]):
         count = 0
         with tmp.open("w", encoding="utf-8") as handle:
             for row in rows:
-                handle.write(row.model_dump_json(exclude_none=self.exclude_none) + "\n")
+                handle.write(self._line(row))
                 count += 1
         os.replace(tmp, self.path)
         return count

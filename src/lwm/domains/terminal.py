@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from lwm.domains.base import ActionError, Domain
 from lwm.registry import register
-from lwm.types import Action
+from lwm.types import Action, finite_number
 
 
 @register("domain")
@@ -31,8 +30,7 @@ class Terminal(Domain):
             if "\0" in step["keystrokes"]:
                 raise ActionError(f"terminal action step {i}: keystrokes cannot contain a NUL character")
             duration = step.get("duration", 0.1)
-            if isinstance(duration, bool) or not isinstance(duration, int | float) or not math.isfinite(duration) \
-                    or duration < 0:
+            if not finite_number(duration) or duration < 0:
                 raise ActionError(f"terminal action step {i}: 'duration' must be a finite, non-negative number "
                                   f"of seconds, not {duration!r}")
             out.append({"keystrokes": step["keystrokes"], "duration": duration})

@@ -161,7 +161,8 @@ class Session:
             self.done = True
             return StepResult(observation, rew, True, False,
                               {"mode": self.config.mode, "answer": info["answer"], "task": self.task.id})
-        self.steps += 1
+        if "invalid_action" not in info:  # a refused action is no turn: the count matches the episode's turns
+            self.steps += 1
         self.done = terminated or truncated
         return StepResult(observation, float(rew), terminated, truncated, {**info, "mode": self.config.mode})
 

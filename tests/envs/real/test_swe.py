@@ -7,6 +7,7 @@ import pytest
 
 from lwm.envs.real import SWEEnv
 from lwm.envs.real.swe import DEFAULT_PROJECT
+from lwm.types import Trajectory
 from tests.envs.real.conftest import needs_sandbox
 
 pytestmark = needs_sandbox
@@ -112,9 +113,35 @@ def test_odd_input_is_an_error_observation_never_a_hang_or_an_exception(env):
     assert "larger than 4 MiB" in obs or len(obs) < 100
     assert time.monotonic() - started < 5
     for name, arguments in [("bash", {"command": "echo a\x00b"}), ("read_file", {"path": "calc\x00/ops.py"}),
-                            ("search", {"pattern": "def\x00"}), ("write_file", {"path": "x.txt", "content": "a\udcff"})]:
+                            ("search", {"pattern": "def\x00"})]:
         obs, _, _, _, info = env.step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True))
         assert obs.startswith(f"Error: invalid arguments for {name}") and info["tool_error"], (name, obs)
+
+
+def test_text_that_is_not_unicode_is_written_and_recorded_with_replacement_characters(env):
+    """A lone surrogate (a JSON escape such as \\ud800, a name decoded with surrogateescape) once lost the whole
+    episode: pydantic cannot serialise it. It stands as U+FFFD in what runs and in what is recorded."""
+    env.reset()
+    for arguments in ({"path": "n-\udcff.txt", "content": "a\ud800b"}, {"path": "emoji.txt", "content": "\ud83d\ude00"}):
+        obs, _, _, _, info = env.step(json.dumps({"name": "write_file", "arguments": arguments}, ensure_ascii=True))
+        assert obs.startswith("Wrote") and not info["tool_error"], obs
+    assert (env.root / "n-\ufffd.txt").read_text() == "a\ufffdb"  # valid UTF-8 on disk
+    assert (env.root / "emoji.txt").read_text() == "\U0001f600"  # a pair split in two is joined
+    obs, _, _, _, info = env.step(call("read_file", path="n-\udcff.txt"))
+    assert obs.endswith("a\ufffdb") and not info["tool_error"]
+    stored = Trajectory.model_validate_json(env.trajectory.model_dump_json())  # serialises, and reads back
+    assert stored.turns[0].action.content["arguments"]["path"] == "n-\ufffd.txt"
+
+
+def test_a_path_too_long_for_the_system_is_refused_at_once(env):
+    """A 400 KB path ("a/" * 200,000) once cost 37 s of CPU resolving it."""
+    import time
+
+    env.reset()
+    started = time.process_time()
+    obs, _, _, _, info = env.step(call("read_file", path="a/" * 200_000))
+    assert "longer than the system allows" in obs and info["tool_error"]
+    assert time.process_time() - started < 5
 
 
 def test_fifos_huge_files_long_arguments_and_undecodable_names_are_error_observations(env):

@@ -14,12 +14,34 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from lwm.envs.base import MAX_OBSERVATION, cap_text
+
+STOPPING = threading.Event()
+"""Set when the serving process is told to stop (SIGTERM): every step in flight ends at once, whatever it
+waits for, so a shutdown never waits out a long ``duration`` or a command's timeout."""
+_waits: weakref.WeakSet[threading.Event] = weakref.WeakSet()
+
+
+def interruptible(event: threading.Event) -> threading.Event:
+    """Register an episode's own "stop waiting" event: :func:`stop_in_flight` sets it too."""
+    _waits.add(event)
+    if STOPPING.is_set():
+        event.set()
+    return event
+
+
+def stop_in_flight() -> None:
+    """End every step in flight now (called by the server's SIGTERM handler, before it drains connections)."""
+    STOPPING.set()
+    for event in list(_waits):
+        event.set()
 
 
 @dataclass
@@ -40,10 +62,10 @@ def run_capped(argv: list[str], timeout: float, limit: int = MAX_OBSERVATION) ->
     timed_out = False
     while True:
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or STOPPING.is_set():
             timed_out = True
             break
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
         if not ready:
             continue
         chunk = os.read(fd, 1 << 16)

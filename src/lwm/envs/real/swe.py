@@ -8,7 +8,6 @@ are confined to the repository; every answer is what the tool really returned, e
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 import shutil
@@ -23,7 +22,7 @@ from lwm.envs.base import TextEnv
 from lwm.envs.real.process import Reaper, run_capped
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
-from lwm.types import Action, Context, Observation, Provenance
+from lwm.types import Action, Context, Observation, Provenance, finite_number
 
 
 def _schema(description: str, required: list[str], **props: tuple[str, str]) -> dict[str, Any]:
@@ -67,6 +66,10 @@ MAX_READ_BYTES = 4 * 2**20
 write_file, which run in lwm's own process, outside the sandbox's limits, refuse files larger than this."""
 MAX_ARGUMENT_BYTES = 100_000
 """The longest bash command or search pattern: Linux refuses one argument over 128 KiB (E2BIG)."""
+
+MAX_PATH_BYTES = 4096
+"""Linux's PATH_MAX: no file tool can name a longer path."""
+MAX_PATH_DEPTH = 256
 
 
 class ToolError(Exception):
@@ -169,6 +172,12 @@ class SWEEnv(TextEnv):
     # --- tools ---------------------------------------------------------------------------------
     def _path(self, path: str) -> Path:
         assert self.root is not None, "reset() first"
+        if not isinstance(path, str):
+            raise ToolError(f"Error: path must be a string, not {type(path).__name__}")
+        if len(path.encode(errors="replace")) > MAX_PATH_BYTES or path.count("/") > MAX_PATH_DEPTH:
+            # resolving is quadratic in the depth: a 400 KB path of "a/" cost 37 s of CPU
+            raise ToolError(f"Error: path is longer than the system allows ({MAX_PATH_BYTES:,} bytes, "
+                            f"{MAX_PATH_DEPTH} folders deep)")
         full = (self.root / path).resolve()
         if full != self.root.resolve() and self.root.resolve() not in full.parents:
             raise ToolError(f"Error: {path}: outside the repository")
@@ -194,9 +203,9 @@ class SWEEnv(TextEnv):
         exception out of ``step``; a huge one is held to ``MAX_COMMAND_TIMEOUT``."""
         if value is None:
             return self.command_timeout
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        if not finite_number(value) or value <= 0:
             raise ToolError(f"Error: invalid arguments for bash: timeout must be a positive number of seconds, "
-                            f"got {value!r}")
+                            f"got {repr(value)[:40]}")
         return min(float(value), MAX_COMMAND_TIMEOUT)
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
-from lwm.envs.real.process import Reaper
+from lwm.envs.real.process import STOPPING, Reaper, interruptible
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
 from lwm.types import Action, Context, Observation, Provenance
@@ -33,7 +33,9 @@ MAX_WAIT = 60.0
 """The most seconds one action waits in all (the sum of its steps' ``duration``s, each held to what is left): a
 ``duration`` of 1e9 must not hold a served session's thread, its sandbox and its server's shutdown."""
 SEND_CHUNK = 16_384
-"""Characters of literal text per tmux send-keys call: one argument over 128 KiB is refused by exec (E2BIG)."""
+"""Characters of literal text per tmux send-keys call: one argument over 128 KiB is refused by exec (E2BIG).
+Text is sent in such chunks whatever it holds (a newline is sent as the carriage return the Enter key sends),
+so 100,000 newlines cost 7 tmux calls, not 100,000."""
 
 
 def is_key(keystrokes: str) -> bool:
@@ -54,8 +56,8 @@ class TerminalEnv(TextEnv):
         self._pane: Any = None
         self._reaper: Reaper | None = None
         self._sandbox: Sandbox | None = None
-        self._closing = threading.Event()
-        """Set by close(), from any thread: a step waiting out its duration returns at once."""
+        self._closing = interruptible(threading.Event())
+        """Set by close() (from any thread) or a server's SIGTERM: a step waiting out its duration returns at once."""
 
     def provenance(self) -> Provenance:
         return Provenance(source="real", environment="terminal:bash-tmux-bwrap",
@@ -73,7 +75,7 @@ class TerminalEnv(TextEnv):
     def _launch(self) -> None:
         import libtmux
 
-        self._closing = threading.Event()
+        self._closing = interruptible(threading.Event())
         self.workdir = self._given_workdir or Path(tempfile.mkdtemp(prefix="lwm-term-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
@@ -128,15 +130,15 @@ class TerminalEnv(TextEnv):
         if is_key(keystrokes):
             self._pane.send_keys(keystrokes, enter=False)
         else:
-            for i, chunk in enumerate(keystrokes.split("\n")):
-                if i:
-                    self._pane.send_keys("Enter", enter=False)
-                for start in range(0, len(chunk), SEND_CHUNK):
-                    piece = chunk[start:start + SEND_CHUNK]
-                    # tmux reads an argument ending in ";" as a command separator, even with -l: escape it
-                    literal = piece[:-1] + "\\;" if piece.endswith(";") else piece
-                    # "--" ends tmux's options: a chunk starting with "-" is text, not a flag
-                    self._pane.cmd("send-keys", "-l", "--", literal)
+            text = keystrokes.replace("\n", "\r")  # what tmux's Enter key sends
+            for start in range(0, len(text), SEND_CHUNK):
+                if self._closing.is_set():
+                    return
+                piece = text[start:start + SEND_CHUNK]
+                # tmux reads an argument ending in ";" as a command separator, even with -l: escape it
+                literal = piece[:-1] + "\\;" if piece.endswith(";") else piece
+                # "--" ends tmux's options: a chunk starting with "-" is text, not a flag
+                self._pane.cmd("send-keys", "-l", "--", literal)
         self._closing.wait(duration)
 
     def transition(self, action: Action) -> Observation:
@@ -147,6 +149,7 @@ class TerminalEnv(TextEnv):
             self._type(step["keystrokes"], wait)
             left -= wait
         if self._closing.is_set():
-            raise RuntimeError("the terminal was closed during the step")
+            raise RuntimeError("the server is stopping: the step was ended" if STOPPING.is_set()
+                               else "the terminal was closed during the step")
         # capped only when the durations asked for more than MAX_WAIT (not when they add up to it exactly)
         return Observation(content=self.screen(), metadata={"wait_capped": True} if sum(asked) > MAX_WAIT else {})
