@@ -258,3 +258,18 @@ def test_a_corrupt_index_is_rebuilt_and_an_unwritable_cache_builds_in_memory(tmp
     blocker.write_text("")  # a folder that cannot be made (root writes through chmod; this it cannot)
     assert len(TransitionIndex.cached([data], blocker / "index")) == 5
     assert "built in memory" in capsys.readouterr().err
+
+
+def test_an_index_whose_transitions_file_was_cut_at_a_line_boundary_is_rebuilt(tmp_path, capsys):
+    """A transitions file cut at a line boundary still loads; every retrieval then died with an IndexError."""
+    from lwm.data.store import write_trajectories
+
+    data = tmp_path / "corpus.jsonl"
+    write_trajectories(data, CORPUS)
+    TransitionIndex.cached([data], tmp_path / "index")
+    (part,) = [p for p in (tmp_path / "index").iterdir()]
+    kept = part / "terminal" / "transitions.jsonl"
+    kept.write_text("".join(kept.read_text().splitlines(keepends=True)[:-1]))
+    index = TransitionIndex.cached([data], tmp_path / "index")
+    assert "is not the file its index was built with" in capsys.readouterr().err
+    assert len(index) == 5 and len(index.search("terminal", "perl -e 'print 1+1'", "", k=5)) == 2

@@ -28,6 +28,7 @@ from typing import Any
 from lwm.conversation import Conversation
 from lwm.edits import guidance
 from lwm.parsing import strip_marker
+from lwm.runfolder import digest
 from lwm.types import Trajectory
 
 BEFORE_CHARS = 300
@@ -36,7 +37,7 @@ cursor, the result of the last call, stands)."""
 AFTER_CHARS = 700
 """How much of an example's observation after the action the prompt shows."""
 QUERY_BEFORE_CHARS = 400
-FORMAT = 1
+FORMAT = 2
 _NO_TOOL = ""
 _FENCE = re.compile(r"```[a-z]*\n(.*?)\n```", re.DOTALL)
 
@@ -202,9 +203,16 @@ class TransitionIndex:
 
         parts = {}
         for part in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "transitions.jsonl").is_file()):
+            manifest = json.loads((part / "manifest.json").read_text())
+            if digest(part / "transitions.jsonl") != manifest["digest"]:  # a file cut at a line boundary still loads
+                raise ValueError(f"{part / 'transitions.jsonl'} is not the file its index was built with")
             with (part / "transitions.jsonl").open(encoding="utf-8") as handle:
                 items = [Transition(**json.loads(line)) for line in handle]
-            parts[part.name] = (items, bm25s.BM25.load(str(part / "bm25")))
+            retriever = bm25s.BM25.load(str(part / "bm25"))
+            if not len(items) == manifest["count"] == retriever.scores["num_docs"]:
+                raise ValueError(f"{part}: {len(items):,} transitions, {retriever.scores['num_docs']:,} in the index "
+                                 f"and {manifest['count']:,} in its manifest")
+            parts[part.name] = (items, retriever)
         return cls(parts)
 
     @classmethod
@@ -213,7 +221,6 @@ class TransitionIndex:
         """The index of ``paths`` (trajectory files or collections, or transitions files that ``lwm data
         transitions`` wrote), less ``exclude_sources``, in ``folder``/<key>: built where missing, domain by
         domain, and reused after. ``progress(domain, seconds)`` hears of each part built."""
-        from lwm.runfolder import digest
 
         inputs = [digest(Path(p)) for p in paths]
         key = hashlib.sha256(json.dumps({"format": FORMAT, "exclude": sorted(exclude_sources),
@@ -323,6 +330,8 @@ def _save_part(folder: Path, domain: str, items: list[Transition], retriever: An
     with (staging / "transitions.jsonl").open("w", encoding="utf-8") as handle:
         for t in items:
             handle.write(json.dumps(asdict(t), ensure_ascii=False) + "\n")
+    (staging / "manifest.json").write_text(json.dumps({"count": len(items),
+                                                        "digest": digest(staging / "transitions.jsonl")}))
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
 

@@ -255,3 +255,25 @@ def test_lwm_mini_runs_merged_into_its_base_and_agrees_with_the_run_time_adapter
         first_lines[name] = [run_sync(wm.complete(s.conversation(), get_domain("terminal"), config)).content
                              .split("\n")[0] for s in samples]
     assert sum(a == b for a, b in zip(*first_lines.values(), strict=True)) >= 3, first_lines
+
+
+def test_a_damaged_merged_model_in_the_cache_is_built_again(tmp_path, capsys):
+    """A merged model cut short failed every run for ever; one overwritten in 4 MiB loaded and answered dots."""
+    from lwm.backends.gguf_merge import _damage, merged_model
+
+    base_name, adapter = packaged_adapter("lwm-mini")
+    base = packaged_model_path(base_name)
+    built = merged_model(base, adapter, folder=tmp_path)
+    assert _damage(built) is None and "merged it" in capsys.readouterr().err
+    with built.open("r+b") as handle:  # overwritten in the middle: the size is right, the bytes are not
+        handle.seek(built.stat().st_size // 2)
+        handle.write(b"\0" * (4 << 20))
+    assert _damage(built) == "its bytes are not the ones built"
+    again = merged_model(base, adapter, folder=tmp_path)
+    assert again == built and _damage(again) is None
+    assert "is damaged (its bytes are not the ones built): building it again" in capsys.readouterr().err
+    with again.open("r+b") as handle:
+        handle.truncate(1000)
+    assert _damage(again).startswith("1,000 bytes, built with")
+    again.with_name(again.name + ".sha256").unlink()
+    assert _damage(again) == "no record of its size and hash"

@@ -85,6 +85,14 @@ def test_every_pin_has_its_hashes_and_a_stored_file_counts_only_if_it_matches(tm
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(b"not the project")
     assert not swe.ready()
+    first = provision.swe_sdists()[0]
+    assert f"{first.name} is not the pinned file" in swe.problems()[0]
+    result = runner.invoke(app, ["setup", "swe", "--check", "--no-system"])
+    assert result.exit_code == 1 and first.name[:20] in result.output  # the table names the tampered file
+    from lwm.envs.real.swe import SWEEnv
+
+    with pytest.raises(provision.NotProvisioned, match=f"{first.name} is not the pinned file.*lwm setup swe"):
+        SWEEnv(first)  # checked where it is used, not only when fetched
 
 
 def test_an_install_step_has_a_deadline_and_leaves_no_process(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import sys
 import time
@@ -117,7 +118,11 @@ def merged_model(base: Path, adapter: Path, kind: str = "Q8_0", folder: Path | N
     key = hashlib.sha256(f"{MERGE_FORMAT}:{digest(base)}:{digest(adapter)}:{kind}".encode()).hexdigest()[:16]
     out = folder / f"{adapter.stem}-merged-{kind.lower()}-{key}.gguf"
     if out.is_file():
-        return out
+        problem = _damage(out)
+        if problem is None:
+            return out
+        print(f"lwm: the merged model {out} is damaged ({problem}): building it again", file=sys.stderr)
+        out.unlink(missing_ok=True)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     staging_f32 = folder / f".{out.stem}.{os.getpid()}.f32.gguf"
@@ -125,6 +130,7 @@ def merged_model(base: Path, adapter: Path, kind: str = "Q8_0", folder: Path | N
     try:
         merge_to_f32(base, adapter, staging_f32)
         quantize(staging_f32, staging, kind, token_embedding="Q8_0")
+        _seal(staging, out)
         staging.replace(out)
     finally:
         staging_f32.unlink(missing_ok=True)
@@ -132,3 +138,32 @@ def merged_model(base: Path, adapter: Path, kind: str = "Q8_0", folder: Path | N
     print(f"lwm: first use of {adapter.name}: merged it into {base.name} as {kind} "
           f"({time.perf_counter() - started:.1f} s) in {folder}", file=sys.stderr)
     return out
+
+
+def _seal_path(model: Path) -> Path:
+    return model.with_name(model.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _seal(staging: Path, final: Path) -> None:
+    """Record the built model's size and hash beside it (written before the model is renamed into place)."""
+    _seal_path(final).write_text(json.dumps({"size": staging.stat().st_size, "sha256": _sha256(staging)}))
+
+
+def _damage(model: Path) -> str | None:
+    """What is wrong with a cached merged model (cut short, overwritten, no record of what it was), or None.
+    A model cut short failed every run for ever; one overwritten in 4 MiB loaded and answered dots."""
+    try:
+        seal = json.loads(_seal_path(model).read_text())
+    except (OSError, ValueError):
+        return "no record of its size and hash"
+    if model.stat().st_size != seal.get("size"):
+        return f"{model.stat().st_size:,} bytes, built with {seal.get('size'):,}"
+    return None if _sha256(model) == seal.get("sha256") else "its bytes are not the ones built"

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lwm import provision
@@ -62,7 +63,9 @@ def setup(envs: Annotated[list[str] | None, typer.Argument(metavar="ENV",
     for column in ("part", "for", "state"):
         table.add_column(column)
     for part in parts:
-        table.add_row(part.describe, part.env, "[green]ready[/]" if part.ready() else "[red]missing[/]")
+        problems = part.problems()
+        state = f"[red]{escape('; '.join(problems))}[/]" if problems else "[green]ready[/]"
+        table.add_row(part.describe, part.env, state)
     if "mcp" in chosen:  # not lwm setup's to install: they come with lwm[mcp], into lwm's own environment
         here = Path(sys.executable).parent
         absent = [name for name in ("mcp-server-time", "mcp-server-git") if not (here / name).exists()]

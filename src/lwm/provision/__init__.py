@@ -49,6 +49,19 @@ def swe_sdists() -> list[Path]:
     return [data_dir() / "swe" / "sdists" / f"{p.replace('==', '-')}.tar.gz" for p in swe_projects()]
 
 
+def sdist_problem(path: Path) -> str | None:
+    """What is wrong with ``path`` if it is one of the pinned SWE sdists (missing, or not the pinned bytes), else
+    None: checked where a sdist is used, not only when it was fetched."""
+    for pin, file in zip(swe_projects(), swe_sdists(), strict=True):
+        if file.resolve() == Path(path).resolve():
+            if not file.is_file():
+                return f"{file.name} is missing"
+            if not verified(file, pin):
+                return f"{file.name} is not the pinned file (its sha256 is not {pin}'s in projects.txt)"
+            return None
+    return None
+
+
 class NotProvisioned(RuntimeError):
     """Something an environment needs is not installed; the message names the ``lwm setup`` that installs it."""
 
@@ -211,11 +224,15 @@ class Part:
         return data_dir() / self.subdir
 
     def ready(self) -> bool:
+        return not self.problems()
+
+    def problems(self) -> list[str]:
+        """What is missing or wrong, each named (a tampered sdist by its file name); empty when ready."""
         if self.name == "npm-servers":
-            return _stamped(self.folder(), PINS / "mcp" / "package-lock.json")
+            return [] if _stamped(self.folder(), PINS / "mcp" / "package-lock.json") else ["not installed"]
         if self.name == "pypi-servers":
-            return _stamped(self.folder() / ".venv", PINS / "pypi" / "requirements.txt")
-        return all(verified(f, p) for p, f in zip(swe_projects(), swe_sdists(), strict=True))
+            return [] if _stamped(self.folder() / ".venv", PINS / "pypi" / "requirements.txt") else ["not installed"]
+        return [problem for f in swe_sdists() if (problem := sdist_problem(f))]
 
     def install(self, say: Callable[[str], None]) -> None:
         """Install into a staging folder renamed into place (a killed run leaves no half install); the venv

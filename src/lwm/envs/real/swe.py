@@ -118,12 +118,15 @@ def _check_argument(tool: str, name: str, value: str) -> None:
 class SWEEnv(TextEnv):
     def __init__(self, project: str | Path = DEFAULT_PROJECT, context: Context | None = None, *,
                  command_timeout: float = 60.0, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
+        from lwm.provision import NotProvisioned, data_dir, sdist_problem
+
         self.project = Path(project)
         if not self.project.exists():
-            from lwm.provision import data_dir
-
             hint = ": run `lwm setup swe`" if self.project.is_relative_to(data_dir()) else ""
             raise FileNotFoundError(f"SWE project not found: {self.project}{hint}")
+        problem = sdist_problem(self.project)
+        if problem is not None:  # a stored sdist changed since it was fetched: not run, refetched by setup
+            raise NotProvisioned(f"SWE project {problem}: run `lwm setup swe` to fetch it again")
         self.command_timeout, self.limits = command_timeout, limits
         self.root: Path | None = None
         self._tmp: Path | None = None
