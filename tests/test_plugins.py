@@ -94,9 +94,11 @@ def test_without_the_plugin_the_domain_is_unknown(plugin):
 
 @pytest.fixture(scope="module")
 def bad_plugins(tmp_path_factory) -> Path:
-    """One plugin that raises on import and one that registers a domain under lwm's own name `terminal`."""
+    """One plugin that raises on import, one that exits (it once ended `lwm --help` silently) and one that
+    registers a domain under lwm's own name `terminal`."""
     return install({"lwm_bad/__init__.py": "",
                     "lwm_bad/broken.py": "raise ImportError('lwm_bad.broken needs a module that is not there')\n",
+                    "lwm_bad/exits.py": "raise SystemExit(3)\n",
                     "lwm_bad/clash.py": textwrap.dedent('''
         from lwm.domains.base import Domain
         from lwm.registry import register
@@ -119,6 +121,7 @@ def bad_plugins(tmp_path_factory) -> Path:
         [project.entry-points."lwm.plugins"]
         broken = "lwm_bad.broken"
         clash = "lwm_bad.clash"
+        exits = "lwm_bad.exits"
     ''')}, tmp_path_factory.mktemp("bad-plugins"))
 
 
@@ -130,6 +133,7 @@ def test_a_broken_or_clashing_plugin_is_one_line_and_lwm_goes_on(bad_plugins):
     assert done.returncode == 0 and done.stdout.strip() == "Terminal", done.stderr
     lines = done.stderr.strip().splitlines()
     assert any("plugin broken (lwm_bad.broken) skipped: ImportError" in line for line in lines), lines
+    assert any("plugin exits (lwm_bad.exits) skipped: SystemExit: 3" in line for line in lines), lines
     assert any("lwm.domains.terminal.Terminal" in line and "lwm_bad.clash.Terminal" in line for line in lines), lines
     assert "Traceback" not in done.stderr
     for args in (["--help"], ["models"]):

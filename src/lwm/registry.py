@@ -101,7 +101,7 @@ def _load(kind: Kind) -> None:
             for ep in entry_points(group="lwm.plugins"):
                 try:
                     ep.load()
-                except Exception as exc:  # noqa: BLE001 - one broken plugin must not break every command
+                except (Exception, SystemExit) as exc:  # noqa: BLE001 - one broken plugin must not break every command
                     _report(f"plugin {ep.name} ({ep.value}) skipped: {type(exc).__name__}: {exc}")
         _ready.add(kind)
 

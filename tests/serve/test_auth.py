@@ -63,7 +63,8 @@ def test_a_loopback_server_refuses_other_hosts_and_cross_origin_clients():
         assert httpx.post(f"{server.url}/reset", json={},
                           headers={"Origin": "http://evil.example"}).status_code == 403
         for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80",
-                       f"http://127.0.0.1:{server.port + 1}", "http://localhost"):  # another local web app
+                       f"http://127.0.0.1:{server.port + 1}", "http://localhost",  # another local web app
+                       f"http://127.0.0.2:{server.port}"):  # another loopback address: another server
             with pytest.raises(InvalidStatus, match="403"):
                 connect(ws, origin=origin)
         assert ws_handshake(server.port, "evil.example").startswith("HTTP/1.1 403")  # a rebound name
@@ -114,3 +115,32 @@ def test_the_served_command_refuses_cross_origin_clients(tmp_path):
         server.terminate()
         _, log = server.communicate(timeout=10)
     assert "Traceback" not in log and len(log.strip().splitlines()) <= 2, log  # the banner, at most one more line
+
+
+@pytest.mark.parametrize("gone", ["WebSocketDisconnected", "ClientDisconnected", "WebSocketDisconnect"])
+def test_a_client_gone_before_its_answer_is_one_log_line_not_a_traceback(gone, caplog):
+    """OpenEnv answering a step whose client had left raised starlette's WebSocketDisconnected: 92 lines of
+    "Exception in ASGI application" where docs/serving.md promises none. Anything else still raises."""
+    import asyncio
+    import logging
+
+    import starlette.websockets
+    import uvicorn.protocols.utils
+
+    from lwm.serve.auth import QuietDisconnects
+
+    kinds = {"WebSocketDisconnected": starlette.websockets.WebSocketDisconnected,
+             "ClientDisconnected": uvicorn.protocols.utils.ClientDisconnected,
+             "WebSocketDisconnect": starlette.websockets.WebSocketDisconnect}
+
+    def raising(kind):
+        async def app(scope, receive, send):
+            raise kind("gone")
+        return app
+
+    scope = {"type": "websocket", "client": ("127.0.0.1", 5)}
+    with caplog.at_level(logging.INFO, logger="lwm.serve"):
+        asyncio.run(QuietDisconnects(raising(kinds[gone]))(scope, None, None))
+    assert "disconnected" in caplog.text
+    with pytest.raises(RuntimeError, match="a real error"):
+        asyncio.run(QuietDisconnects(raising(lambda _: RuntimeError("a real error")))(scope, None, None))

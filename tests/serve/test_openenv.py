@@ -123,6 +123,9 @@ def test_one_shot_http_and_mcp_requests_are_held_to_the_session_bound_and_bad_re
         for body in bad:
             answer = httpx.post(f"{server.url}/reset", json=body)
             assert answer.status_code == 422 and "Traceback" not in answer.text, (body, answer.text)
+            assert isinstance(answer.json()["detail"], str) and "\n" not in answer.json()["detail"]  # one line
+        seed = httpx.post(f"{server.url}/reset", json={"seed": "x"}).json()["detail"]
+        assert seed.startswith("RequestValidationError: seed: Input should be a valid integer"), seed
         created = httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1,
                                                         "method": "openenv/session/create", "params": {}})
         assert created.status_code == 404 and "/ws" in created.json()["detail"]

@@ -84,6 +84,10 @@ async def refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, re
     await send({"type": "http.response.body", "body": body})
 
 
+THIS_MACHINE = ("localhost", "127.0.0.1", "::1")
+"""The names a page on this server's own origin may use besides the Host it was reached by."""
+
+
 class LocalOnly:
     """ASGI middleware for a loopback server: only requests addressed to a loopback name, from no origin
     or a loopback one, reach the app."""
@@ -101,9 +105,10 @@ class LocalOnly:
         origin = headers.get(b"origin")
         if origin is not None:  # browsers send it; "null" (a sandboxed page, a file) is an origin too
             scheme, _, authority = origin.decode("latin-1").partition("://")
-            # same origin only: another port on this machine is another (local) web app
-            if scheme not in ("http", "https") or not is_loopback_name(authority) or \
-                    _port(authority, scheme) != _port(host):
+            # same origin only: another port, or another loopback address (127.0.0.2), is another local web app
+            named = _hostname(authority.strip().lower())
+            if scheme not in ("http", "https") or named not in {*THIS_MACHINE, _hostname(host.strip().lower())} \
+                    or _port(authority, scheme) != _port(host):
                 return await refuse(scope, receive, send, 403, "cross-origin requests are refused")
         return await self.app(scope, receive, send)
 
@@ -164,7 +169,9 @@ class QuietDisconnects:
         except (WebSocketDisconnect, ConnectionError) as exc:
             log.info("client %s disconnected: %s", scope.get("client"), type(exc).__name__)
         except Exception as exc:
-            if type(exc).__name__ != "ClientDisconnected":  # uvicorn's, raised by a send after the client left
+            # uvicorn's ClientDisconnected, or starlette's WebSocketDisconnected (a RuntimeError): a send after the
+            # client left, such as OpenEnv answering a step whose client had gone
+            if type(exc).__name__ not in ("ClientDisconnected", "WebSocketDisconnected"):
                 raise
             log.info("client %s disconnected before its answer was sent", scope.get("client"))
 

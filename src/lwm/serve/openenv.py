@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 import gymnasium as gym
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from openenv.core.env_server import (
     Action,
@@ -115,11 +116,18 @@ def openenv_app(config: ServeConfig, max_sessions: int = 64, idle_seconds: float
                                                                 "environment"})
 
     async def bad_request(request: Any, exc: Exception) -> JSONResponse:
-        text = exc.errors()[0].get("msg", str(exc)) if hasattr(exc, "errors") else str(exc)
+        """One line, where and why (``seed: Input should be a valid integer``), not pydantic's list of errors."""
+        if hasattr(exc, "errors") and exc.errors():
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+            text = f"{where + ': ' if where else ''}{error.get('msg', exc)}"
+        else:
+            text = str(exc)
         return JSONResponse(status_code=422, content={"detail": f"{type(exc).__name__}: {text}"})
 
     app.add_exception_handler(gym.error.ResetNeeded, no_session)
-    for kind in (ValueError, UnknownTaskError):  # pydantic's ValidationError is a ValueError
+    # pydantic's ValidationError is a ValueError; FastAPI's RequestValidationError is a body OpenEnv's models refuse
+    for kind in (ValueError, UnknownTaskError, RequestValidationError):
         app.add_exception_handler(kind, bad_request)
     return SessionLimits(app, max_sessions)
 
