@@ -249,3 +249,35 @@ def test_sigterm_ends_a_step_in_flight_at_once_and_the_episode_is_recorded(tmp_p
     assert stopped < 20, f"the server took {stopped:.1f} s to stop"
     (recorded,) = read_trajectories(tmp_path / "s")
     assert recorded.turns[0].action.content[0]["keystrokes"] == "echo one\n"
+
+
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_random_frames_each_get_an_answer_and_the_episode_is_recorded_once(mode, tmp_path, monkeypatch):
+    """A seeded fuzz of the WebSocket face (``lwm.testing.fuzz``): every frame answered (an observation, the
+    state, or an error), the session alive to the end, and its episode stored once with every accepted turn."""
+    import os
+    import random
+
+    from lwm.envs.real import terminal
+    from lwm.testing import fuzz
+
+    if mode == "real" and not (shutil.which("tmux") and shutil.which("bwrap")):
+        pytest.fail("the real terminal needs tmux and bubblewrap: run `lwm setup terminal`")
+    monkeypatch.setattr(terminal, "MAX_WAIT", 0.5)
+    rng = random.Random(f"{os.environ.get('LWM_FUZZ_SEED', '0')}-openenv-{mode}")
+    config = ServeConfig(domain="terminal", **({"mode": "real"} if mode == "real" else {"model": "mock"}),
+                         store=tmp_path / "s")
+    steps = 0
+    with ThreadedServer(openenv_app(config)) as server, _frames(server.url) as socket:
+        socket.send('{"type": "reset", "data": {}}')
+        _answer(socket)
+        for _ in range(int(os.environ.get("LWM_FUZZ_STEPS", "30")) * 2):
+            socket.send(fuzz.frame(rng, fuzz.keystrokes(rng)))
+            answer = json.loads(socket.recv(timeout=60))
+            assert answer["type"] in ("observation", "state", "error"), answer
+            if answer["type"] == "observation":
+                steps += "invalid_action" not in answer["data"]["observation"]["info"]
+        socket.send('{"type": "state"}')
+        assert _answer(socket)["step_count"] == steps
+    (recorded,) = read_trajectories(tmp_path / "s")
+    assert len(recorded.turns) == steps

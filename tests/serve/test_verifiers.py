@@ -8,6 +8,7 @@ environment lwm's OpenEnv app on loopback. The rewards verifiers records must be
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,7 +31,14 @@ def vf_eval(server_url: str, policy_url: str, tasks: list[str], out: Path) -> di
     command = [str(VF_EVAL), "lwm-tasks", "--env.taskset.base-url", server_url, "--env.taskset.tasks",
                json.dumps(tasks), "-m", "scripted", "--client.base-url", policy_url,
                "--client.api-key-var", "NO_KEY_NEEDED", "--no-push", "--no-rich", "--output-dir", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out.parent)
+    # as on a machine with no route out: every proxy a dead local port (uv, httpx and pip honour them), loopback
+    # exempt, and uv's cache new, so the chat program's environment is built from the wheels fetched at setup
+    dead = "http://127.0.0.1:9"
+    offline = {"HTTP_PROXY": dead, "HTTPS_PROXY": dead, "ALL_PROXY": dead, "http_proxy": dead, "https_proxy": dead,
+               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+               "UV_CACHE_DIR": str(out.parent / "uv-cache")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out.parent,
+                          env={**os.environ, **offline})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (traces,) = out.glob("*/traces.jsonl")
     rewards = {}

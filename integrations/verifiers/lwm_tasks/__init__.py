@@ -36,11 +36,15 @@ from verifiers.v1.tasksets.openenv import OpenEnvData, OpenEnvTask
 def _use_this_venvs_uv() -> None:
     """verifiers' local runtime prepares its scripts with `uv` and, where none is on PATH, fetches one with
     `curl https://astral.sh/... | sh`: this package depends on PyPI's `uv`, and its folder goes first on PATH so
-    that one is found; uv never downloads a Python of its own (it uses this one)."""
+    that one is found; uv never downloads a Python of its own (it uses this one), and where the script's wheels
+    were fetched ahead (`python -m lwm_tasks.offline`) it resolves from them alone, so a run needs no network."""
     here = os.path.join(sys.prefix, "bin")
     if os.path.exists(os.path.join(here, "uv")) and here not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
     os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+    index = os.path.join(sys.prefix, "lwm-script-wheels", "simple")
+    if os.path.isdir(index):
+        os.environ.setdefault("UV_DEFAULT_INDEX", "file://" + index)
 
 
 _use_this_venvs_uv()

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from lwm.parsing import OBSERVATION_MARKER, OBSERVATION_TAG, ParsedAnswer, parse_answer
 from lwm.prompts import PLACEHOLDERS, PromptNotFound, PromptSet
 from lwm.registry import is_builtin
-from lwm.types import Action, Context, JSONValue, Trajectory
+from lwm.types import Action, Context, JSONValue, Trajectory, well_formed
 
 
 @cache
@@ -78,10 +78,11 @@ class Domain:
         return content
 
     def action(self, content: Any) -> Action:
-        """An Action from already-decoded content, checked; raises ActionError."""
+        """An Action from already-decoded content, checked; raises ActionError. Text that is not Unicode (a lone
+        surrogate) is made well-formed first, so the domain checks what will run and be recorded."""
         if isinstance(content, Action):
             content = content.content
-        return Action(content=self.normalize(content))
+        return Action(content=self.normalize(well_formed(content)))
 
     def action_from_text(self, text: str) -> Action:
         """An Action from the text a user or an agent wrote (JSON for JSON domains, code otherwise)."""
@@ -247,4 +248,6 @@ def check_python(code: Any, domain: str) -> str:
         ast.parse(code)
     except SyntaxError as exc:
         raise ActionError(f"{domain} action is not valid Python (line {exc.lineno}): {exc.msg}") from None
+    except ValueError as exc:  # a NUL character: found by the fuzz test, was an exception out of step()
+        raise ActionError(f"{domain} action is not valid Python: {exc}") from None
     return code

@@ -45,6 +45,8 @@ class Web(Domain):
             tree = ast.parse(content.strip())
         except SyntaxError as exc:
             raise ActionError(f"web action is not a valid BrowserGym call: {exc.msg}") from None
+        except ValueError as exc:  # a NUL character
+            raise ActionError(f"web action is not a valid BrowserGym call: {exc}") from None
         for stmt in tree.body:
             call = stmt.value if isinstance(stmt, ast.Expr) else None
             if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):

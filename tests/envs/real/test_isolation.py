@@ -194,6 +194,31 @@ def test_file_size_and_open_files_are_limited():
         assert "1048576\n64\n" in obs
 
 
+@pytest.mark.skipif(not ROOT, reason="an episode's cgroup is made only when lwm runs as root")
+def test_the_episodes_memory_is_held_as_a_whole_and_the_episode_goes_on():
+    """Per-process limits once let four 1.5 GB processes of one episode hold 3.3 GB together."""
+    with swe_episode(limits=Limits(memory_mb=1024, episode_memory_mb=400)) as env:
+        hold = "python3 -c 'b = bytearray(300 << 20); import time; time.sleep(3)'"
+        obs = bash(env, f"{hold} & a=$!; {hold} & b=$!; wait $a; echo a=$?; wait $b; echo b=$?")
+        assert "=137" in obs, obs  # one of the two (each within its own limit) was ended: SIGKILL
+        assert env._sandbox.memory_kills() >= 1
+        assert bash(env, "echo still here") == "still here\n[exit code: 0]"
+
+
+@pytest.mark.skipif(not ROOT, reason="a work folder of its own size is mounted only when lwm runs as root")
+def test_the_episodes_disk_is_held_as_a_whole_and_released_after():
+    """Per-file limits once let `yes > f1; yes > f2` leave 2.1 GB in the host's work folder."""
+    with swe_episode(limits=Limits(disk_mb=64)) as env:
+        obs = bash(env, "head -c 40M /dev/zero > f1; head -c 40M /dev/zero > f2; du -sm . | cut -f1")
+        assert "No space left on device" in obs, obs
+        assert int(obs.split("\n")[-2]) <= 64
+        folder = env._tmp
+        assert str(folder) in Path("/proc/mounts").read_text()
+        assert bash(env, "rm f2; echo freed") == "freed\n[exit code: 0]"
+    assert str(folder) not in Path("/proc/mounts").read_text() and not folder.exists()
+    assert not list(folder.parent.glob(f".{folder.name}-*.img"))
+
+
 @needs_tmux
 @pytest.mark.skipif(not ROOT, reason="RLIMIT_NPROC binds a uid of the episode's own only when lwm runs as root")
 def test_a_fork_bomb_ends_the_episode_only():
@@ -264,3 +289,4 @@ def test_a_killed_collector_leaves_no_processes_or_files(tmp_path):
     proc.wait()
     assert wait_for(lambda: not any(processes_of(uid) for uid in uids), 10)
     assert wait_for(lambda: not (lwm_files() - before), 10), lwm_files() - before
+    assert wait_for(lambda: "lwm-" not in Path("/proc/mounts").read_text(), 10)  # the work folders' filesystems

@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from typing import Any
 
 from lwm import provision
 from lwm.envs.base import TextEnv
+from lwm.envs.real.enclosure import new_work_folder
 from lwm.envs.real.process import Reaper
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
@@ -229,8 +229,8 @@ class MCPEnv(TextEnv):
 
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
-        self.workdir = Path(tempfile.mkdtemp(prefix="lwm-mcp-"))
-        self._reaper = Reaper([self.workdir])
+        self.workdir, release = new_work_folder("lwm-mcp-", (self.server.limits or self.limits).disk_mb)
+        self._reaper = Reaper([self.workdir], release)
         for command in self.setup:  # e.g. seed files or a git repository for the server to work on
             subprocess.run(command, shell=True, cwd=self.workdir, check=True, capture_output=True)
         self.connection = MCPConnection(self._launch_spec(), self.timeout)

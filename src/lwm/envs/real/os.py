@@ -15,12 +15,12 @@ import os
 import select
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
+from lwm.envs.real.enclosure import new_work_folder
 from lwm.envs.real.process import Reaper, kill_group
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
@@ -73,8 +73,8 @@ class OSEnv(TextEnv):
     def _start(self) -> str:
         check_desktop()
         self.close()
-        self.workdir = Path(tempfile.mkdtemp(prefix="lwm-os-home-"))
-        self._reaper = Reaper([self.workdir])
+        self.workdir, release = new_work_folder("lwm-os-home-", self.limits.disk_mb)
+        self._reaper = Reaper([self.workdir], release)
         runtime = "/tmp/lwm-run"
         env = {"XDG_RUNTIME_DIR": runtime, "XAUTHORITY": f"{runtime}/Xauthority", "DISPLAY": ":0",
                "GTK_MODULES": "gail:atk-bridge", "NO_AT_BRIDGE": "0", "GNOME_ACCESSIBILITY": "1"}

@@ -15,7 +15,8 @@ What a sandboxed command gets (docs/collection.md, "Threat model", says how each
 - an empty environment: bubblewrap itself starts from ``env -i``, so even the sandbox's pid 1 holds
   none of the caller's variables;
 - resource limits (:class:`Limits`: address space, processes, CPU time, file size, open files), set with
-  ``prlimit`` inside the sandbox; ``--die-with-parent`` ends everything when the caller dies.
+  ``prlimit`` inside the sandbox, and for the whole episode (memory and processes in a cgroup, the work folder's
+  size as a filesystem of its own: ``enclosure.py``); ``--die-with-parent`` ends everything when the caller dies.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lwm.envs.real import seccomp
+from lwm.envs.real.enclosure import EpisodeCgroup
 from lwm.envs.real.process import Reaper, processes_of
 
 HIDDEN_DIRS = ("/root", "/home", "/run", "/etc/ssh", "/etc/sudoers.d", "/var/lib/sudo", "/var/mail",
@@ -62,10 +64,12 @@ def bwrap_path() -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-episode resource limits. ``None`` leaves one unlimited (e.g. a browser's address space).
+    """Resource limits. ``None`` leaves one unlimited (e.g. a browser's address space).
 
     Address space, CPU time, file size and open files are per process (RLIMIT_AS/CPU/FSIZE/NOFILE);
-    processes count every process of the sandbox's uid, which when lwm runs as root is the episode's own.
+    processes count every process of the sandbox's uid, which when lwm runs as root is the episode's own, and
+    (as root) the episode's cgroup holds them too. ``episode_memory_mb`` (resident memory of all the episode's
+    processes together) and ``disk_mb`` (its work folder) are per episode, as root (``enclosure.py``).
     """
 
     memory_mb: int | None = 2048
@@ -73,6 +77,8 @@ class Limits:
     cpu_seconds: int | None = 600
     file_size_mb: int | None = 1024
     open_files: int | None = 1024
+    episode_memory_mb: int | None = 2048
+    disk_mb: int | None = 1024
 
     def prlimit_argv(self, uid_processes: int = 0) -> list[str]:
         """``prlimit`` options for these limits, each capped at the caller's own hard limit."""
@@ -139,12 +145,20 @@ class Sandbox:
                 self.own(Path(host))
             self._identity = _identity_files(self.uid)
         self._uid_processes = 0 if self.drops_privileges else len(processes_of(os.geteuid()))
+        self._cgroup = EpisodeCgroup.create(self.limits.episode_memory_mb, self.limits.processes)
 
     def close(self) -> None:
-        """Remove the sandbox's own files (its passwd/group entries); its processes end with their parent."""
+        """Remove the sandbox's own files (its passwd/group entries) and cgroup (ending what is left in it)."""
         for path in self._identity:
             path.unlink(missing_ok=True)
         self._identity = []
+        if self._cgroup is not None:
+            self._cgroup.close()
+            self._cgroup = None
+
+    def memory_kills(self) -> int:
+        """Processes the episode's memory limit ended so far (0 without a cgroup)."""
+        return self._cgroup.memory_kills() if self._cgroup is not None else 0
 
     @property
     def drops_privileges(self) -> bool:
@@ -186,12 +200,13 @@ class Sandbox:
         for key, value in self.env.items():
             args += ["--setenv", key, value]
         inner = [*self.limits.prlimit_argv(self._uid_processes), *self._drop_argv(), *command]
+        joined = self._cgroup.join_argv() if self._cgroup is not None else []
         program = _seccomp_program() if self.seccomp else None
         if program is None:
-            return ["env", "-i", f"PATH={INSIDE_PATH}", *args, "--", *inner]
+            return [*joined, "env", "-i", f"PATH={INSIDE_PATH}", *args, "--", *inner]
         # bubblewrap reads the filter from a file descriptor: a shell opens it, then becomes bubblewrap.
-        return ["sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', str(program), "env", "-i", f"PATH={INSIDE_PATH}",
-                *args, "--seccomp", str(SECCOMP_FD), "--", *inner]
+        return [*joined, "sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', str(program), "env", "-i",
+                f"PATH={INSIDE_PATH}", *args, "--seccomp", str(SECCOMP_FD), "--", *inner]
 
     def _drop_argv(self) -> list[str]:
         if not self.drops_privileges:

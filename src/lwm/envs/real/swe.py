@@ -14,11 +14,11 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
+from lwm.envs.real.enclosure import new_work_folder
 from lwm.envs.real.process import Reaper, run_capped
 from lwm.envs.real.sandbox import DEFAULT_LIMITS, Limits, Sandbox
 from lwm.registry import register
@@ -141,8 +141,8 @@ class SWEEnv(TextEnv):
     # --- lifecycle -----------------------------------------------------------------------------
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
-        self._tmp = Path(tempfile.mkdtemp(prefix="lwm-swe-"))
-        self._reaper = Reaper([self._tmp])
+        self._tmp, release = new_work_folder("lwm-swe-", self.limits.disk_mb)
+        self._reaper = Reaper([self._tmp], release)
         self.root = unpack_project(self.project, self._tmp)
         git = ["git", "-c", "user.name=lwm", "-c", "user.email=lwm@localhost"]
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "initial import"]):

@@ -19,13 +19,13 @@ import queue
 import re
 import shlex
 import signal
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import TextEnv
 from lwm.envs.real.docsets import DOC_SETS
+from lwm.envs.real.enclosure import new_work_folder
 from lwm.envs.real.process import Reaper
 from lwm.envs.real.sandbox import Limits, Sandbox, bwrap_path
 from lwm.provision import located
@@ -48,7 +48,7 @@ MAX_TREE = 20_000
 STEP_TIMEOUT = 30.0
 """Seconds one step (its actions and the snapshot) may take before the browser is declared hung."""
 ACTION_TIMEOUT_MS = 3_000
-BROWSER_LIMITS = Limits(memory_mb=None, processes=1024)
+BROWSER_LIMITS = Limits(memory_mb=None, processes=1024, episode_memory_mb=4096)
 """Chromium reserves terabytes of address space (V8's cage), which RLIMIT_AS would refuse; its many threads
 count as processes."""
 
@@ -206,8 +206,8 @@ class WebEnv(TextEnv):
         Playwright talks to the browser over pipes, and the sites are answered by request routing inside
         the browser, so nothing needs a network; chromium's own sandbox is off (``--no-sandbox``), this one
         replaces it."""
-        self._home = Path(tempfile.mkdtemp(prefix="lwm-web-"))
-        self._reaper = Reaper([self._home])
+        self._home, release = new_work_folder("lwm-web-", BROWSER_LIMITS.disk_mb)
+        self._reaper = Reaper([self._home], release)
         self._sandbox = Sandbox(self._home, limits=BROWSER_LIMITS)
         argv = self._sandbox.argv(CHROMIUM)
         launcher = self._home / "chromium"

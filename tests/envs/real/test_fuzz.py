@@ -1,0 +1,77 @@
+"""Random actions against every real environment, for a bounded number of steps: an observation every time
+(never an exception out of ``step``), every episode recorded exactly once, and nothing left behind.
+
+The seed and the number of steps come from ``LWM_FUZZ_SEED`` / ``LWM_FUZZ_STEPS`` (a failure replays by its
+seed); docs/serving.md quotes a longer run's counts.
+"""
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from lwm.data import read_trajectories
+from lwm.envs.real import terminal
+from lwm.envs.registration import open_env
+from lwm.rollout.task_env import recorder
+from lwm.testing import fuzz
+from tests.envs.real.conftest import needs_sandbox
+
+SEED = int(os.environ.get("LWM_FUZZ_SEED", "0"))
+STEPS = int(os.environ.get("LWM_FUZZ_STEPS", "30"))
+EPISODES = 2
+
+SWE_TOOLS = ["bash", "read_file", "write_file", "str_replace", "list_dir", "search"]
+MCP_TOOLS = ["create_entities", "read_graph", "search_nodes", "delete_entities", "add_observations"]
+SEARCH_TOOLS = ["web_search", "web_extractor", "dict_memory"]
+ACTIONS = {
+    "terminal": (None, fuzz.keystrokes),
+    "swe": ({"command_timeout": 3}, lambda rng: fuzz.tool_call(rng, SWE_TOOLS)),
+    "mcp": ({"preset": "memory"}, lambda rng: fuzz.tool_call(rng, MCP_TOOLS)),
+    "search": (None, lambda rng: fuzz.tool_call(rng, SEARCH_TOOLS)),
+    "web": (None, lambda rng: rng.choice([f"click('{fuzz.text(rng, 2)}')", f"fill('a1', {fuzz.text(rng)!r})",
+                                          f"goto({fuzz.text(rng, 3)!r})", fuzz.text(rng), "scroll(0, 1e400)"])),
+    "os": ({"action_timeout": 3}, lambda rng: rng.choice([fuzz.text(rng), fuzz.text(rng), "import os\nos.getcwd()",
+                                                          f"print({fuzz.text(rng)!r})", f"x = {fuzz.value(rng)!r}",
+                                                          fuzz.text(rng), "import time; time.sleep(0.1)",
+                                                          "while True: pass"])),
+}
+
+
+def leftovers() -> set[str]:
+    mounts = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if "/lwm-" in line}
+    # (lwm-sandbox-* is the test process's own folder for its sandboxes, removed when it ends)
+    return {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-", ".lwm-"))
+            and not p.name.startswith("lwm-sandbox-")} | mounts
+
+
+@needs_sandbox
+@pytest.mark.parametrize("domain", list(ACTIONS))
+def test_random_actions_get_an_observation_each_and_every_episode_is_recorded_once(domain, tmp_path, monkeypatch):
+    monkeypatch.setattr(terminal, "MAX_WAIT", 0.5)  # a duration of 1e9 is held to this: the run stays short
+    options, action = ACTIONS[domain]
+    rng = random.Random(f"{SEED}-{domain}")
+    before = leftovers()
+    accepted = []
+    for episode in range(EPISODES):
+        env = open_env(domain, env_options=options, store=tmp_path / "store")
+        try:
+            env.reset(seed=episode)
+            turns = 0
+            for _ in range(STEPS):
+                sent = action(rng)
+                obs, reward, terminated, truncated, info = env.step(sent if isinstance(sent, str) else json.dumps(sent))
+                assert isinstance(obs, str), (sent, obs)
+                turns += "invalid_action" not in info
+                if terminated or truncated:
+                    break
+            recorder(env).finish()
+            accepted.append(turns)
+        finally:
+            env.close()
+    stored = list(read_trajectories(tmp_path / "store"))
+    assert sorted(len(t.turns) for t in stored) == sorted(accepted)  # each episode once, every turn in it
+    assert len({t.id for t in stored}) == EPISODES
+    assert not leftovers() - before, leftovers() - before  # no work folder, socket, image or mount behind
