@@ -252,3 +252,39 @@ def test_the_modes_rules_live_once_and_the_cli_says_what_a_mode_lacks(tmp_path):
                        (["--mode", "real"], "give --mirror")]:
         result = CliRunner().invoke(app, ["serve", "mcp", "--tools", str(tools), "--model", "mock", *args])
         assert result.exit_code == 2 and says in result.output, (args, result.output)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_random_tool_calls_each_get_a_result_and_the_session_is_recorded_once(mode, tmp_path):
+    """A seeded fuzz of the MCP face over streamable HTTP (``lwm.testing.fuzz``), simulated and in front of the
+    real memory server: every call answered with a result (``is_error`` where refused), none an exception."""
+    import os
+    import random
+
+    from lwm.testing import fuzz
+    from lwm.types import well_formed
+
+    rng = random.Random(f"{os.environ.get('LWM_FUZZ_SEED', '0')}-mcp-{mode}")
+    options = real_options("memory")
+    tools = mirrored_tools(options)
+    calls = []
+    for _ in range(int(os.environ.get("LWM_FUZZ_STEPS", "30"))):
+        call = fuzz.tool_call(rng, tools)
+        arguments = call.get("arguments") if isinstance(call, dict) else None
+        # the client sends a tool name and an object of arguments: the rest of the fuzz is in their contents
+        calls.append((str(call.get("name")) if isinstance(call, dict) else fuzz.text(rng, 2),
+                      arguments if isinstance(arguments, dict) else {"value": call}))
+    # what the mcp client can send: strict JSON of well-formed text (it cannot encode a lone surrogate)
+    calls = [(well_formed(name), well_formed(json.loads(json.dumps(args, default=str).replace("NaN", "null")
+                                                        .replace("Infinity", "1e308")))) for name, args in calls]
+    config = ServeConfig(domain="mcp", model=None if mode == "real" else "mock", mode=mode, store=tmp_path / "s")
+    mirror = MirrorServer(config, tools, real=options if mode == "real" else None)
+    with served(mirror) as server:
+        _, answers = asyncio.run(over_http(f"{server.url}/mcp", calls))
+    mirror.close()
+    assert len(answers) == len(calls) and all(a.content for a in answers)
+    assert not any(a.content[0].text.startswith("Error: ValueError") for a in answers)  # no failure of lwm's own
+    (recorded,) = read_trajectories(tmp_path / "s")
+    refused = sum(a.content[0].text.startswith("Error: invalid action") for a in answers)  # not a turn
+    assert len(recorded.turns) == len(calls) - refused

@@ -17,6 +17,7 @@ session goes on.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -36,7 +37,7 @@ from pydantic import Field
 from lwm.rollout.tasks import UnknownTaskError
 from lwm.serve.auth import refuse
 from lwm.serve.session import ServeConfig, Session, StepResult
-from lwm.types import JSONValue
+from lwm.types import JSONValue, well_formed
 from lwm.worldmodel import WorldModel
 
 
@@ -170,9 +171,14 @@ class SessionLimits:
             self.open -= 1
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate (``\\ud800``): where one is lone, the frame's text is made well-formed."""
+
+
 def _objects_only(receive: Any, send: Any) -> Any:
     """``receive`` that answers a binary frame or a JSON frame that is not an object with OpenEnv's validation
-    error and waits for the next frame, instead of handing OpenEnv a message it ends the session on."""
+    error and waits for the next frame, instead of handing OpenEnv a message it ends the session on; a lone
+    surrogate becomes U+FFFD (OpenEnv ended the session when its error message could not echo one: fuzz test)."""
 
     async def objects() -> dict[str, Any]:
         while True:
@@ -188,6 +194,8 @@ def _objects_only(receive: Any, send: Any) -> Any:
                 except ValueError:
                     return message  # OpenEnv answers INVALID_JSON itself
                 if isinstance(value, dict):
+                    if _SURROGATE_ESCAPE.search(text):  # OpenEnv could not answer it: its error echoes the input
+                        return {**message, "text": json.dumps(well_formed(value))}
                     return message
                 problem = f"a message is a JSON object with a 'type', not a JSON {type(value).__name__}"
             error = WSErrorResponse(data={"message": problem, "code": WSErrorCode.VALIDATION_ERROR})

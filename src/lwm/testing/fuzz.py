@@ -45,10 +45,36 @@ def keystrokes(rng: random.Random) -> Any:
             for _ in range(rng.randint(1, 3))]
 
 
-def tool_call(rng: random.Random, tools: list[str]) -> Any:
-    """A tool call: a known or unknown tool with odd arguments (paths among them), sometimes any value."""
+def from_schema(rng: random.Random, schema: dict[str, Any], depth: int = 0) -> Any:
+    """A value of the shape ``schema`` asks for (its required properties, its item type), filled with odd text,
+    so that calls get past the tool's argument check and into the tool itself."""
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        names = set(schema.get("required") or []) | set(rng.sample(sorted(properties), min(len(properties), 1)))
+        return {name: from_schema(rng, properties.get(name) or {}, depth + 1) for name in sorted(names)}
+    if kind == "array":
+        return [from_schema(rng, schema.get("items") or {}, depth + 1) for _ in range(rng.randint(0, 2 if depth < 3
+                                                                                               else 0))]
+    if kind == "integer":
+        return rng.choice([0, 1, -1, 3, 2**63])
+    if kind == "number":
+        return rng.choice([0.5, -1.0, 1e308])
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return text(rng)
+
+
+def tool_call(rng: random.Random, tools: list[str] | list[dict[str, Any]]) -> Any:
+    """A tool call: a known or unknown tool with odd arguments (paths among them), sometimes any value. Given
+    tool definitions (with ``inputSchema``), half the calls fit the schema (with odd text in every string)."""
     if rng.random() < 0.15:
         return value(rng)
+    if tools and isinstance(tools[0], dict):
+        tool = rng.choice(tools)
+        if rng.random() < 0.5:
+            return {"name": tool["name"], "arguments": from_schema(rng, tool.get("inputSchema") or {})}
+        tools = [t["name"] for t in tools]
     arguments = {name: rng.choice([text(rng), value(rng)]) for name in rng.sample(
         ["path", "command", "content", "pattern", "old_str", "new_str", "start_line", "timeout", "query", "name",
          "entities", "key"], rng.randint(0, 4))}

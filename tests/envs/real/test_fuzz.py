@@ -23,17 +23,14 @@ SEED = int(os.environ.get("LWM_FUZZ_SEED", "0"))
 STEPS = int(os.environ.get("LWM_FUZZ_STEPS", "30"))
 EPISODES = 2
 
-SWE_TOOLS = ["bash", "read_file", "write_file", "str_replace", "list_dir", "search"]
-MCP_TOOLS = ["create_entities", "read_graph", "search_nodes", "delete_entities", "add_observations"]
-SEARCH_TOOLS = ["web_search", "web_extractor", "dict_memory"]
-ACTIONS = {
-    "terminal": (None, fuzz.keystrokes),
-    "swe": ({"command_timeout": 3}, lambda rng: fuzz.tool_call(rng, SWE_TOOLS)),
-    "mcp": ({"preset": "memory"}, lambda rng: fuzz.tool_call(rng, MCP_TOOLS)),
-    "search": (None, lambda rng: fuzz.tool_call(rng, SEARCH_TOOLS)),
-    "web": (None, lambda rng: rng.choice([f"click('{fuzz.text(rng, 2)}')", f"fill('a1', {fuzz.text(rng)!r})",
+ACTIONS = {  # domain -> (options, the next action from the rng and the episode's tool definitions)
+    "terminal": (None, lambda rng, tools: fuzz.keystrokes(rng)),
+    "swe": ({"command_timeout": 3}, fuzz.tool_call),
+    "mcp": ({"preset": "memory"}, fuzz.tool_call),
+    "search": (None, fuzz.tool_call),
+    "web": (None, lambda rng, tools: rng.choice([f"click('{fuzz.text(rng, 2)}')", f"fill('a1', {fuzz.text(rng)!r})",
                                           f"goto({fuzz.text(rng, 3)!r})", fuzz.text(rng), "scroll(0, 1e400)"])),
-    "os": ({"action_timeout": 3}, lambda rng: rng.choice([fuzz.text(rng), fuzz.text(rng), "import os\nos.getcwd()",
+    "os": ({"action_timeout": 3}, lambda rng, tools: rng.choice([fuzz.text(rng), fuzz.text(rng), "import os\nos.getcwd()",
                                                           f"print({fuzz.text(rng)!r})", f"x = {fuzz.value(rng)!r}",
                                                           fuzz.text(rng), "import time; time.sleep(0.1)",
                                                           "while True: pass"])),
@@ -59,9 +56,10 @@ def test_random_actions_get_an_observation_each_and_every_episode_is_recorded_on
         env = open_env(domain, env_options=options, store=tmp_path / "store")
         try:
             env.reset(seed=episode)
+            tools = env.unwrapped.trajectory.context.tools
             turns = 0
             for _ in range(STEPS):
-                sent = action(rng)
+                sent = action(rng, tools)
                 obs, reward, terminated, truncated, info = env.step(sent if isinstance(sent, str) else json.dumps(sent))
                 assert isinstance(obs, str), (sent, obs)
                 turns += "invalid_action" not in info
