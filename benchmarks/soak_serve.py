@@ -41,14 +41,18 @@ TOOLS = [{"name": "lookup", "description": "Find a record by key",
 
 
 def terminal_action(rng: random.Random) -> str | bytes:
-    """A random frame: mostly valid steps, then the malformed and hostile ones issue 46 found."""
+    """A random frame: mostly valid steps, then the malformed and hostile ones issues 46 and 62 found."""
     valid = {"type": "step", "data": {"action": [{"keystrokes": f"echo {rng.randrange(10**6)}\n",
                                                   "duration": rng.choice([0, 0.05, 0.1])}]}}
     bad = [{"type": "step", "data": {"action": [{"keystrokes": "sleep 1\n", "duration": 1e9}]}},
            {"type": "step", "data": {"action": [{"keystrokes": "a\x00b"}]}},
            {"type": "step", "data": {"action": [{"keystrokes": "x" * 150_000, "duration": 0}]}},
            {"type": "step", "data": {"action": {"not": "an action"}}},
-           {"type": "reset", "data": {"task": "nope/x"}}, [1, 2], "reset", b"\x00\x01", "{not json"]
+           {"type": "reset", "data": {"task": "nope/x"}}, [1, 2], "reset", b"\x00\x01", "{not json",
+           # issue 62: a lone surrogate (lost the episode), a flood of newlines (a tmux call each), 10**400
+           '{"type": "step", "data": {"action": [{"keystrokes": "echo \\ud800\\n", "duration": 0.1}]}}',
+           {"type": "step", "data": {"action": [{"keystrokes": "\n" * 20_000, "duration": 0}]}},
+           {"type": "step", "data": {"action": [{"keystrokes": "ls\n", "duration": 10**400}]}}]
     chosen = valid if rng.random() < 0.8 else rng.choice(bad)
     if isinstance(chosen, bytes):
         return chosen

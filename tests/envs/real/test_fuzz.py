@@ -14,10 +14,11 @@ import pytest
 
 from lwm.data import read_trajectories
 from lwm.envs.real import terminal
+from lwm.envs.real.sandbox import UID_RANGE
 from lwm.envs.registration import open_env
 from lwm.rollout.task_env import recorder
 from lwm.testing import fuzz
-from tests.envs.real.conftest import needs_sandbox
+from tests.envs.real.conftest import needs_sandbox, wait_for
 
 SEED = int(os.environ.get("LWM_FUZZ_SEED", "0"))
 STEPS = int(os.environ.get("LWM_FUZZ_STEPS", "30"))
@@ -38,7 +39,14 @@ ACTIONS = {  # domain -> (options, the next action from the rng and the episode'
 
 
 def leftovers() -> set[str]:
+    """lwm's folders, images and mounts in /tmp, and the processes of sandbox uids (as root: a uid of their own)."""
     mounts = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if "/lwm-" in line}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and UID_RANGE[0] <= entry.stat().st_uid < UID_RANGE[1]:
+                mounts.add(f"process {entry.name} {(entry / 'cmdline').read_bytes()[:60]!r}")
+        except OSError:
+            pass
     # (lwm-sandbox-* is the test process's own folder for its sandboxes, removed when it ends)
     return {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-", ".lwm-"))
             and not p.name.startswith("lwm-sandbox-")} | mounts
@@ -72,4 +80,5 @@ def test_random_actions_get_an_observation_each_and_every_episode_is_recorded_on
     stored = list(read_trajectories(tmp_path / "store"))
     assert sorted(len(t.turns) for t in stored) == sorted(accepted)  # each episode once, every turn in it
     assert len({t.id for t in stored}) == EPISODES
-    assert not leftovers() - before, leftovers() - before  # no work folder, socket, image or mount behind
+    # no work folder, socket, image, mount or process behind (a process may take a moment to go)
+    assert wait_for(lambda: not leftovers() - before, 10), leftovers() - before

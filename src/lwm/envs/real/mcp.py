@@ -190,7 +190,8 @@ class MCPEnv(TextEnv):
     def __init__(self, server: MCPServer | None = None, context: Context | None = None, *,
                  preset: str | None = None, command: str | None = None, args: list[str] | None = None,
                  url: str | None = None, timeout: float = 30.0, sandbox: bool = True,
-                 setup: list[str] | None = None, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
+                 setup: list[str] | None = None, limits: Limits | dict[str, Any] = DEFAULT_LIMITS,
+                 render_mode: str | None = None):
         if preset is not None and preset not in PRESETS:
             raise ValueError(f"unknown MCP server preset {preset!r}; known: {', '.join(PRESETS)}")
         self.server = server or (PRESETS[preset] if preset else MCPServer(command, tuple(args or ()), url))
@@ -198,7 +199,7 @@ class MCPEnv(TextEnv):
             raise ValueError("the mcp environment needs a server: a preset (--env-option preset=NAME; presets: "
                              f"{', '.join(PRESETS)}), a command (command=..., args=[...]) or a url (url=...)")
         self.timeout, self.sandbox, self.setup = timeout, sandbox, setup or []
-        self.limits = limits
+        self.limits = Limits.of(limits)
         self.connection: MCPConnection | None = None
         self.workdir: Path | None = None
         self._sandbox: Sandbox | None = None

@@ -52,9 +52,9 @@ def check_desktop() -> None:
 class OSEnv(TextEnv):
     def __init__(self, context: Context | None = None, *, apps: tuple[str, ...] | list[str] = DEFAULT_APPS,
                  width: int = 1280, height: int = 800, settle: float = 0.6, action_timeout: float = 20.0,
-                 limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
+                 limits: Limits | dict[str, Any] = DEFAULT_LIMITS, render_mode: str | None = None):
         self.apps, self.size = tuple(apps), (width, height)
-        self.settle, self.action_timeout, self.limits = settle, action_timeout, limits
+        self.settle, self.action_timeout, self.limits = settle, action_timeout, Limits.of(limits)
         self.desktop: subprocess.Popen | None = None
         self.sandbox: Sandbox | None = None
         self.workdir: Path | None = None

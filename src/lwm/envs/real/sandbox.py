@@ -29,8 +29,9 @@ import sys
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from lwm.envs.real import seccomp
 from lwm.envs.real.enclosure import EpisodeCgroup
@@ -79,6 +80,22 @@ class Limits:
     open_files: int | None = 1024
     episode_memory_mb: int | None = 2048
     disk_mb: int | None = 1024
+
+    @classmethod
+    def of(cls, value: Limits | dict[str, Any] | None) -> Limits:
+        """Limits from an environment option (``--env-option 'limits={"disk_mb": 2048}'``: changes to the
+        defaults); an unknown name is a ValueError naming the known ones."""
+        if value is None:
+            return DEFAULT_LIMITS
+        if isinstance(value, Limits):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(f"limits must be an object of limits, not {type(value).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(f"unknown limit {', '.join(unknown)}; limits are {', '.join(known)}")
+        return replace(DEFAULT_LIMITS, **value)
 
     def prlimit_argv(self, uid_processes: int = 0) -> list[str]:
         """``prlimit`` options for these limits, each capped at the caller's own hard limit."""

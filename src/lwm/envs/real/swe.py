@@ -117,7 +117,8 @@ def _check_argument(tool: str, name: str, value: str) -> None:
 @register("env", "swe")
 class SWEEnv(TextEnv):
     def __init__(self, project: str | Path = DEFAULT_PROJECT, context: Context | None = None, *,
-                 command_timeout: float = 60.0, limits: Limits = DEFAULT_LIMITS, render_mode: str | None = None):
+                 command_timeout: float = 60.0, limits: Limits | dict[str, Any] = DEFAULT_LIMITS,
+                 render_mode: str | None = None):
         from lwm.provision import NotProvisioned, data_dir, sdist_problem
 
         self.project = Path(project)
@@ -127,7 +128,7 @@ class SWEEnv(TextEnv):
         problem = sdist_problem(self.project)
         if problem is not None:  # a stored sdist changed since it was fetched: not run, refetched by setup
             raise NotProvisioned(f"SWE project {problem}: run `lwm setup swe` to fetch it again")
-        self.command_timeout, self.limits = command_timeout, limits
+        self.command_timeout, self.limits = command_timeout, Limits.of(limits)
         self.root: Path | None = None
         self._tmp: Path | None = None
         self._sandbox: Sandbox | None = None

@@ -47,9 +47,9 @@ def is_key(keystrokes: str) -> bool:
 @register("env", "terminal")
 class TerminalEnv(TextEnv):
     def __init__(self, context: Context | None = None, *, workdir: str | Path | None = None, width: int = 100,
-                 height: int = 30, start_timeout: float = 10.0, limits: Limits = DEFAULT_LIMITS,
+                 height: int = 30, start_timeout: float = 10.0, limits: Limits | dict[str, Any] = DEFAULT_LIMITS,
                  render_mode: str | None = None):
-        self.width, self.height, self.start_timeout, self.limits = width, height, start_timeout, limits
+        self.width, self.height, self.start_timeout, self.limits = width, height, start_timeout, Limits.of(limits)
         super().__init__("terminal", context, render_mode)
         self._given_workdir = Path(workdir) if workdir else None
         self.workdir: Path | None = None
