@@ -27,9 +27,11 @@ run)
   shift 2
   # the chroot's / must be a mount point of its own, as a machine's is (bubblewrap makes it a slave mount)
   mountpoint -q "$root" || mount --bind "$root" "$root"
-  for fs in proc sys dev dev/pts; do
+  for fs in proc dev dev/pts; do
     mountpoint -q "$root/$fs" || mount --bind "/$fs" "$root/$fs"
   done
+  # /sys with what is mounted under it (the cgroup hierarchies, as a machine has them: per-episode limits)
+  mountpoint -q "$root/sys" || mount --rbind /sys "$root/sys"
   mountpoint -q "$root/tmp" || mount -t tmpfs tmpfs "$root/tmp"
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/home/new \
     SSL_CERT_FILE=/etc/ssl/certs/host-ca.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/host-ca.crt \
