@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,10 @@ def test_ordinary_mistakes_are_one_line_and_record_nothing(tmp_path, args, said)
 @needs_tmux
 @pytest.mark.slow
 def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes(tmp_path):
+    def episode_files() -> set[str]:  # work folders and their disk images
+        return {p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(("lwm-term-", ".lwm-term-"))}
+
+    before = episode_files()
     cmd = [LWM, "collect", "--domain", "terminal", "--episodes", "5", "--max-steps", "3", "--out", str(tmp_path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     store = tmp_path / "trajectories.jsonl"
@@ -90,6 +95,8 @@ def test_a_killed_collection_resumes_without_losing_or_redoing_finished_episodes
     after = store.read_text()
     assert after.startswith(finished)  # finished episodes are untouched, not recomputed
     assert sorted(t.id for t in read_trajectories(store)) == [f"terminal-s0-0000{i}" for i in range(5)]
+    # killed as an episode closed, its cleanup is finished by the episode's watchdog (3 of 4 runs once leaked)
+    assert wait_for(lambda: not episode_files() - before, 15), episode_files() - before
     def watchdogs() -> str:  # the killed run's tmux servers go away with their watchdogs
         return subprocess.run(["pgrep", "-f", f"while kill -0 {proc.pid} "], capture_output=True, text=True).stdout
 

@@ -40,7 +40,7 @@ ACTIONS = {  # domain -> (options, the next action from the rng and the episode'
 
 def leftovers() -> set[str]:
     """lwm's folders, images and mounts in /tmp, and the processes of sandbox uids (as root: a uid of their own)."""
-    mounts = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if "/lwm-" in line}
+    mounts = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if " /tmp/lwm-" in line}
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and UID_RANGE[0] <= entry.stat().st_uid < UID_RANGE[1]:

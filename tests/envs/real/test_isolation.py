@@ -289,4 +289,4 @@ def test_a_killed_collector_leaves_no_processes_or_files(tmp_path):
     proc.wait()
     assert wait_for(lambda: not any(processes_of(uid) for uid in uids), 10)
     assert wait_for(lambda: not (lwm_files() - before), 10), lwm_files() - before
-    assert wait_for(lambda: "lwm-" not in Path("/proc/mounts").read_text(), 10)  # the work folders' filesystems
+    assert wait_for(lambda: " /tmp/lwm-" not in Path("/proc/mounts").read_text(), 10)  # work folders' filesystems

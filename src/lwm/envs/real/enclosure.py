@@ -25,8 +25,10 @@ import subprocess
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from lwm.envs.real.process import Reaper
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _serial = itertools.count()
@@ -140,16 +142,16 @@ def _remove(folder: Path) -> None:
 
 @dataclass
 class DiskQuota:
-    """A work folder that is a filesystem of its own, ``size_mb`` large (a sparse image, loop-mounted)."""
+    """A work folder that is a filesystem of its own (a sparse image, loop-mounted)."""
 
     folder: Path
     image: Path
-    mounted: bool = field(default=False)
 
     @classmethod
-    def mount(cls, folder: Path, size_mb: int | None) -> DiskQuota | None:
-        """Make the empty folder ``folder`` a ``size_mb`` filesystem, or None (one warning) where that cannot be
-        done here (not root, no loop devices, no mkfs.ext4). The sandbox gives its root to the episode's uid."""
+    def mount(cls, folder: Path, size_mb: int | None, image: Path) -> DiskQuota | None:
+        """Make the empty folder ``folder`` a ``size_mb`` filesystem kept in ``image``, or None (one warning) where
+        that cannot be done here (not root, no loop devices, no mkfs.ext4). The sandbox gives its root to the
+        episode's uid."""
         if not size_mb:
             return None
         if os.geteuid() != 0 or shutil.which("mkfs.ext4") is None:
@@ -157,14 +159,13 @@ class DiskQuota:
             return None
         if any(folder.iterdir()):
             raise ValueError(f"{folder} is not empty: a disk quota is made on a new work folder")
-        image = Path(tempfile.mkstemp(prefix=f".{folder.name}-", suffix=".img", dir=folder.parent)[1])
         quota = cls(folder, image)
         try:
-            os.truncate(image, size_mb << 20)  # sparse: only what is written takes disk
+            with image.open("xb") as handle:
+                handle.truncate(size_mb << 20)  # sparse: only what is written takes disk
             for argv in (["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", str(image)],
                          ["mount", "-o", "loop,nosuid,nodev", str(image), str(folder)]):
                 subprocess.run(argv, check=True, capture_output=True, timeout=60)
-            quota.mounted = True
             (folder / "lost+found").rmdir()  # the episode's folder shows what the episode put there
         except (OSError, subprocess.SubprocessError) as exc:
             quota.close()
@@ -173,22 +174,28 @@ class DiskQuota:
             return None
         return quota
 
-    @property
-    def cleanup_command(self) -> str:
-        """For a watchdog that outlives lwm: unmount, then remove the image."""
-        return f"umount -l {shlex.quote(str(self.folder))}; rm -f {shlex.quote(str(self.image))}"
-
     def close(self) -> None:
         """Unmount (lazily: a process still inside lets go as it ends) and remove the image; the folder stays."""
-        if self.mounted:
-            subprocess.run(["umount", "-l", str(self.folder)], capture_output=True, timeout=60)
-            self.mounted = False
-        self.image.unlink(missing_ok=True)
+        release(self.folder, self.image)
 
 
-def new_work_folder(prefix: str, disk_mb: int | None) -> tuple[Path, list[str]]:
-    """A new, empty work folder for an episode, ``disk_mb`` large where this machine allows, and the commands
-    that release it (for the episode's ``Reaper``: run before the folder is removed, also if lwm is killed)."""
+def _release_commands(folder: Path, image: Path) -> list[str]:
+    return [f"umount -l {shlex.quote(str(folder))} 2>/dev/null", f"rm -f {shlex.quote(str(image))}"]
+
+
+def release(folder: Path, image: Path) -> None:
+    for command in _release_commands(folder, image):
+        subprocess.run(["sh", "-c", command], capture_output=True, timeout=60)
+
+
+def new_work_folder(prefix: str, disk_mb: int | None, paths: list[Path] = (), commands: list[str] = ()) \
+        -> tuple[Path, Reaper]:
+    """A new, empty work folder for an episode, ``disk_mb`` large where this machine allows, and the episode's
+    watchdog (``Reaper``), which runs ``commands``, releases the folder's filesystem and removes ``paths`` and the
+    folder when the episode closes or lwm dies. The watchdog starts before the filesystem is made: a collection
+    killed while an episode started once left the image and folder behind."""
     folder = Path(tempfile.mkdtemp(prefix=prefix))
-    quota = DiskQuota.mount(folder, disk_mb)
-    return folder, [quota.cleanup_command] if quota is not None else []
+    image = folder.with_name(f".{folder.name}.img")
+    reaper = Reaper([*paths, folder], [*commands, *(_release_commands(folder, image) if disk_mb else [])])
+    DiskQuota.mount(folder, disk_mb, image)
+    return folder, reaper

@@ -230,8 +230,7 @@ class MCPEnv(TextEnv):
 
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
-        self.workdir, release = new_work_folder("lwm-mcp-", (self.server.limits or self.limits).disk_mb)
-        self._reaper = Reaper([self.workdir], release)
+        self.workdir, self._reaper = new_work_folder("lwm-mcp-", (self.server.limits or self.limits).disk_mb)
         for command in self.setup:  # e.g. seed files or a git repository for the server to work on
             subprocess.run(command, shell=True, cwd=self.workdir, check=True, capture_output=True)
         self.connection = MCPConnection(self._launch_spec(), self.timeout)

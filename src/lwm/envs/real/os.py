@@ -73,8 +73,7 @@ class OSEnv(TextEnv):
     def _start(self) -> str:
         check_desktop()
         self.close()
-        self.workdir, release = new_work_folder("lwm-os-home-", self.limits.disk_mb)
-        self._reaper = Reaper([self.workdir], release)
+        self.workdir, self._reaper = new_work_folder("lwm-os-home-", self.limits.disk_mb)
         runtime = "/tmp/lwm-run"
         env = {"XDG_RUNTIME_DIR": runtime, "XAUTHORITY": f"{runtime}/Xauthority", "DISPLAY": ":0",
                "GTK_MODULES": "gail:atk-bridge", "NO_AT_BRIDGE": "0", "GNOME_ACCESSIBILITY": "1"}

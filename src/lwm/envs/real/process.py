@@ -133,10 +133,9 @@ class Reaper:
                                      stderr=subprocess.DEVNULL, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
 
     def close(self) -> None:
-        """Clean up now: end the watchdog, run its commands, remove its paths."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """Clean up now: run its commands, remove its paths, then end the watchdog. In that order: a process
+        killed while closing an episode (a collection is killed just as an episode ends) leaves the watchdog to
+        finish the cleanup; ended first, it once left the episode's folder and disk image behind."""
         for command in self.commands:
             subprocess.run(["sh", "-c", command], capture_output=True)
         for path in self.paths:
@@ -151,3 +150,6 @@ class Reaper:
                 if not target.exists() and not target.is_symlink():
                     break
                 time.sleep(0.1)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

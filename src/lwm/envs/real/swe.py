@@ -142,8 +142,7 @@ class SWEEnv(TextEnv):
     # --- lifecycle -----------------------------------------------------------------------------
     def initial_observation(self, seed: int | None, options: dict[str, Any]) -> str:
         self.close()
-        self._tmp, release = new_work_folder("lwm-swe-", self.limits.disk_mb)
-        self._reaper = Reaper([self._tmp], release)
+        self._tmp, self._reaper = new_work_folder("lwm-swe-", self.limits.disk_mb)
         self.root = unpack_project(self.project, self._tmp)
         git = ["git", "-c", "user.name=lwm", "-c", "user.email=lwm@localhost"]
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "initial import"]):

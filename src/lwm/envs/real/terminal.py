@@ -77,17 +77,16 @@ class TerminalEnv(TextEnv):
         import libtmux
 
         self._closing = interruptible(threading.Event())
-        release: list[str] = []
-        if self._given_workdir:  # the caller's folder, as it is (no disk quota: it may hold files already)
-            self.workdir = self._given_workdir
-            self.workdir.mkdir(parents=True, exist_ok=True)
-        else:
-            self.workdir, release = new_work_folder("lwm-term-", self.limits.disk_mb)
         socket = Path(tempfile.gettempdir()) / f"lwm-tmux-{uuid.uuid4().hex[:10]}"
         # The watchdog starts before tmux, so no kill can fall between the two: when this process dies,
         # even by SIGKILL, it takes the tmux server (and with it the sandbox) and the episode's files.
-        self._reaper = Reaper([socket] if self._given_workdir else [socket, self.workdir],
-                              [f"tmux -S {shlex.quote(str(socket))} kill-server", *release])
+        kill_tmux = f"tmux -S {shlex.quote(str(socket))} kill-server"
+        if self._given_workdir:  # the caller's folder, as it is (no disk quota: it may hold files already)
+            self.workdir = self._given_workdir
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self._reaper = Reaper([socket], [kill_tmux])
+        else:
+            self.workdir, self._reaper = new_work_folder("lwm-term-", self.limits.disk_mb, [socket], [kill_tmux])
         # HISTFILE: the shell keeps its history in memory (history, arrow keys) but writes no file on exit
         self._sandbox = Sandbox(self.workdir, env={"PS1": PS1, "HISTFILE": "/dev/null"}, mount_at=HOME,
                                 limits=self.limits, interactive=True)

@@ -206,8 +206,7 @@ class WebEnv(TextEnv):
         Playwright talks to the browser over pipes, and the sites are answered by request routing inside
         the browser, so nothing needs a network; chromium's own sandbox is off (``--no-sandbox``), this one
         replaces it."""
-        self._home, release = new_work_folder("lwm-web-", BROWSER_LIMITS.disk_mb)
-        self._reaper = Reaper([self._home], release)
+        self._home, self._reaper = new_work_folder("lwm-web-", BROWSER_LIMITS.disk_mb)
         self._sandbox = Sandbox(self._home, limits=BROWSER_LIMITS)
         argv = self._sandbox.argv(CHROMIUM)
         launcher = self._home / "chromium"
