@@ -72,6 +72,7 @@ class EpisodeCgroup:
             if (CGROUP_ROOT / "cgroup.controllers").is_file():  # cgroup v2, one hierarchy
                 parent = CGROUP_ROOT / "lwm"
                 parent.mkdir(exist_ok=True)
+                _sweep(parent)
                 for folder in (CGROUP_ROOT, parent):
                     (folder / "cgroup.subtree_control").write_text("+memory +pids")
                 made.folders = [parent / name]
@@ -82,6 +83,7 @@ class EpisodeCgroup:
             else:  # cgroup v1: a folder in each hierarchy, under this process's own
                 for controller in ("memory", "pids"):
                     made.folders.append(CGROUP_ROOT / controller / _own_v1_path(controller) / name)
+                    _sweep(made.folders[-1].parent)
                     made.folders[-1].mkdir()
                 if memory_mb:
                     (made.folders[0] / "memory.limit_in_bytes").write_text(str(memory_mb << 20))
@@ -113,6 +115,27 @@ class EpisodeCgroup:
         for folder in self.folders:
             _remove(folder)
         self.folders = []
+
+
+_swept: set[Path] = set()
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the empty cgroups of lwm processes that are gone (killed before they could remove their own), once
+    per parent and process: a full test run once left 79 behind."""
+    if parent in _swept:
+        return
+    _swept.add(parent)
+    for folder in parent.glob("lwm-*-*"):
+        try:
+            os.kill(int(folder.name.split("-")[1]), 0)
+        except ProcessLookupError:
+            try:
+                folder.rmdir()  # refused while a process is still in it: then it stays
+            except OSError:
+                pass
+        except (ValueError, PermissionError):
+            pass
 
 
 def _remove(folder: Path) -> None:
