@@ -36,17 +36,13 @@ def pinned_hashes(path: Path) -> dict[str, list[str]]:
     return pins
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verified(path: Path, pin: str) -> bool:
     """Whether ``path`` holds the pinned file: present and its sha256 one of the pin's."""
-    return path.is_file() and _sha256(path) in pinned_hashes(PINS / "swe" / "projects.txt").get(pin, [])
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        found = hashlib.file_digest(handle, "sha256").hexdigest()
+    return found in pinned_hashes(PINS / "swe" / "projects.txt").get(pin, [])
 
 
 INDEX = "https://pypi.org/simple"
