@@ -5,11 +5,13 @@ model server is (``--server thread`` runs it inside this process, where its CPU 
 client's for the interpreter lock), runs a sequential loop
 over 256 samples (build the messages, one request, wait, next: what the published script does), then
 ``lwm bench infer`` on the same samples at concurrency 32 (cache off), checks that both produced the
-same predictions, and prints the wall times and the speed ratio (target: at least 30x). A third row is a bare
-asyncio + httpx2 client (no lwm: the same requests at the same concurrency): what any client gets from this
-server, so lwm's own cost is its time over that one (the server's own CPU per request, serialised within a
-round of 32, is what keeps both from the ceiling).
-Usage: python benchmarks/bench_throughput.py [--samples 256] [--latency 0.2] [--concurrency 32]
+same predictions, and prints the wall times and the speed ratio (target: at least 30x). Two more rows are bare
+asyncio clients (no lwm: the same requests at the same concurrency), one on aiohttp (what lwm's model client
+uses, so lwm's own cost is its time over that row: target <= 1.05) and one on httpx2 (the previous transport,
+~3x the client CPU per request). The server's own CPU per request, serialised within a round of 32, is what
+keeps them all from the ceiling. ``--repeats N`` runs the three concurrent rows N times, interleaved, and
+reports medians (the sequential loop runs once).
+Usage: python benchmarks/bench_throughput.py [--samples 256] [--latency 0.2] [--concurrency 32] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import argparse
 import asyncio
 import contextlib
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx2 as httpx
 from rich.console import Console
 from rich.table import Table
@@ -78,8 +82,8 @@ def sequential(items: list[BenchSample], base_url: str) -> dict[str, str]:
     return predictions
 
 
-async def bare(items: list[BenchSample], base_url: str, concurrency: int) -> float:
-    """Seconds for the same requests from a bare async client: no lwm between the loop and the socket."""
+async def bare_httpx(items: list[BenchSample], base_url: str, concurrency: int) -> float:
+    """Seconds for the same requests from a bare httpx2 client: no lwm between the loop and the socket."""
     bodies = [{"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
                "max_tokens": 2048, "seed": 0} for s in items]
     limit = asyncio.Semaphore(concurrency)
@@ -94,49 +98,80 @@ async def bare(items: list[BenchSample], base_url: str, concurrency: int) -> flo
         return time.perf_counter() - start
 
 
+async def bare_aiohttp(items: list[BenchSample], base_url: str, concurrency: int) -> float:
+    """Seconds for the same requests from a bare aiohttp client (lwm's transport), each answer read as JSON."""
+    bodies = [{"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
+               "max_tokens": 2048, "seed": 0} for s in items]
+    limit = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as client:
+        async def one(body: dict) -> None:
+            async with limit, client.post(f"{base_url}/chat/completions", json=body) as response:
+                response.raise_for_status()
+                await response.json()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(b) for b in bodies))
+        return time.perf_counter() - start
+
+
+def lwm_infer(items: list[BenchSample], base_url: str, concurrency: int) -> tuple[float, Path]:
+    out = Path(tempfile.mkdtemp(prefix="lwm-bench-throughput-"))
+    # well_formed=False: the published loop sends one request per sample and keeps its answer as it is; lwm's
+    # repairs (a JSON retry where the tool's results are JSON: the scripted server ignores response_format, so
+    # 4 of 256 samples would be asked twice) are behaviour, not overhead, and would make the answers differ
+    wm = WorldModel("openai:scripted", base_url=base_url, cache=False, concurrency=concurrency,
+                    config=GenerateConfig(temperature=0.0, seed=0, max_tokens=2048), well_formed=False)
+    start = time.perf_counter()
+    asyncio.run(infer(items, wm, out, concurrency))
+    return time.perf_counter() - start, out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=256, help="a multiple of --concurrency: N samples in "
                         "slots of C take ceil(N/C) rounds, so 200 at 32 cannot beat 200/7 = 28.6x")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each concurrent row, interleaved")
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     args = parser.parse_args()
     console = Console()
     items = samples(args.samples)
     serving = server_process if args.server == "process" else server_thread
+    walls: dict[str, list[float]] = {"lwm": [], "aiohttp": [], "httpx2": []}
     with serving(args.latency) as base_url:
         with console.status(f"sequential loop over {len(items)} samples..."):
             start = time.perf_counter()
             reference = sequential(items, base_url)
             seq_s = time.perf_counter() - start
-        out = Path(tempfile.mkdtemp(prefix="lwm-bench-throughput-"))
-        # well_formed=False: the published loop sends one request per sample and keeps its answer as it is; lwm's
-        # repairs (a JSON retry where the tool's results are JSON: the scripted server ignores response_format, so
-        # 4 of 256 samples would be asked twice) are behaviour, not overhead, and would make the answers differ
-        wm = WorldModel("openai:scripted", base_url=base_url, cache=False, concurrency=args.concurrency,
-                        config=GenerateConfig(temperature=0.0, seed=0, max_tokens=2048), well_formed=False)
-        with console.status(f"lwm bench infer at concurrency {args.concurrency}..."):
-            start = time.perf_counter()
-            asyncio.run(infer(items, wm, out, args.concurrency))
-            lwm_s = time.perf_counter() - start
-        with console.status(f"bare async client at concurrency {args.concurrency}..."):
-            bare_s = asyncio.run(bare(items, base_url, args.concurrency))
+        for repeat in range(args.repeats):
+            with console.status(f"run {repeat + 1} of {args.repeats}: lwm bench infer, bare aiohttp, bare httpx2 "
+                                f"at concurrency {args.concurrency}..."):
+                wall, out = lwm_infer(items, base_url, args.concurrency)
+                walls["lwm"].append(wall)
+                walls["aiohttp"].append(asyncio.run(bare_aiohttp(items, base_url, args.concurrency)))
+                walls["httpx2"].append(asyncio.run(bare_httpx(items, base_url, args.concurrency)))
     rows = predictions(out).by_id()
     identical = all(rows[i].prediction == p for i, p in reference.items()) and len(rows) == len(reference)
-    table = Table(title=f"{len(items)} samples, server latency {args.latency * 1000:.0f} ms, server in a {args.server}")
-    for col in ("runner", "wall s", "samples/s"):
+    lwm_s, aio_s, httpx_s = (statistics.median(walls[k]) for k in ("lwm", "aiohttp", "httpx2"))
+    table = Table(title=f"{len(items)} samples, server latency {args.latency * 1000:.0f} ms, server in a "
+                        f"{args.server}; medians of {args.repeats}")
+    for col in ("runner", "wall s", "each run s", "samples/s", "x sequential"):
         table.add_column(col, justify="right")
-    table.add_row("sequential (published style)", f"{seq_s:.2f}", f"{len(items) / seq_s:.1f}")
-    table.add_row(f"lwm bench infer, concurrency {args.concurrency}", f"{lwm_s:.2f}", f"{len(items) / lwm_s:.1f}")
-    table.add_row(f"bare async client (no lwm), concurrency {args.concurrency}", f"{bare_s:.2f}",
-                  f"{len(items) / bare_s:.1f}")
+    table.add_row("sequential (published style)", f"{seq_s:.2f}", "", f"{len(items) / seq_s:.1f}", "1.0")
+    for label, key, wall in ((f"lwm bench infer, concurrency {args.concurrency}", "lwm", lwm_s),
+                             ("bare aiohttp client (no lwm)", "aiohttp", aio_s),
+                             ("bare httpx2 client (no lwm)", "httpx2", httpx_s)):
+        table.add_row(label, f"{wall:.2f}", " ".join(f"{w:.2f}" for w in walls[key]), f"{len(items) / wall:.1f}",
+                      f"{seq_s / wall:.1f}")
     console.print(table)
-    ceiling = len(items) / -(-len(items) // args.concurrency)
-    console.print(f"speed-up: [bold]{seq_s / lwm_s:.1f}x[/] (target >= 30x; ceiling {ceiling:.1f}x: "
-                  f"{-(-len(items) // args.concurrency)} rounds of {args.concurrency}; a bare client gets "
-                  f"{seq_s / bare_s:.1f}x from this server); lwm / bare client time: [bold]{lwm_s / bare_s:.3f}[/]; "
-                  f"predictions identical: [bold]{'yes' if identical else 'NO'}[/]")
+    rounds = -(-len(items) // args.concurrency)
+    ratios = [a / b for a, b in zip(walls["lwm"], walls["aiohttp"], strict=True)]
+    console.print(f"speed-up: [bold]{seq_s / lwm_s:.1f}x[/] (target >= 30x; ceiling {len(items) / rounds:.1f}x: "
+                  f"{rounds} rounds of {args.concurrency}); lwm / bare aiohttp client time: "
+                  f"[bold]{lwm_s / aio_s:.3f}[/] (each run: {' '.join(f'{r:.3f}' for r in ratios)}; target <= 1.05); "
+                  f"lwm / bare httpx2: {lwm_s / httpx_s:.3f}; predictions identical: "
+                  f"[bold]{'yes' if identical else 'NO'}[/]")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,57 @@ def test_the_scripted_server_streams_when_asked_as_openai_does():
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "hello there" and [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_a_world_model_left_unclosed_after_its_loop_ended_goes_without_a_warning(server, recwarn, caplog):
+    """A script's last line: ``asyncio.run(...)`` returned and nobody closed the backend. Its pooled connections
+    ended with the loop; nothing is logged or warned when it is collected (aiohttp would say "Unclosed")."""
+    import gc
+
+    b = backend(server)
+    assert asyncio.run(b.generate(MESSAGES, CONFIG)).text
+    del b
+    gc.collect()
+    assert not [w for w in recwarn if "Unclosed" in str(w.message)]
+    assert "Unclosed" not in caplog.text
+
+
+def test_the_proxy_named_by_the_environment_is_used_unless_no_proxy_covers_the_host(server, monkeypatch):
+    """Proxies come from HTTP(S)_PROXY / NO_PROXY as with any HTTP client, read once per client, not per request:
+    here a real forwarding proxy on loopback counts what passes through it."""
+    import http.server
+    import threading
+    import urllib.request
+
+    seen: list[str] = []
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the proxy's own requests go straight
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # a plain-HTTP proxy gets the absolute URL as the request target
+            seen.append(self.path)
+            body = self.rfile.read(int(self.headers["content-length"]))
+            request = urllib.request.Request(self.path, data=body, headers={"content-type": "application/json"})
+            with direct.open(request, timeout=5) as answer:
+                payload = answer.read()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_port}")
+        monkeypatch.setenv("NO_PROXY", "")
+        monkeypatch.setattr(urllib.request, "proxy_bypass", lambda host: False)  # the stdlib bypasses loopback
+        assert asyncio.run(backend(server).generate(MESSAGES, CONFIG)).text
+        assert seen == [f"{server.base_url}/chat/completions"]
+        monkeypatch.setattr(urllib.request, "proxy_bypass", lambda host: host == "127.0.0.1")
+        assert asyncio.run(backend(server).generate(MESSAGES, CONFIG)).text
+        assert len(seen) == 1  # the host NO_PROXY covers is reached directly
+    finally:
+        proxy.shutdown()

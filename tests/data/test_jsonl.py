@@ -88,3 +88,25 @@ def test_readers_never_crash_and_keep_every_good_row_whatever_the_bytes_between(
     shown = [line.replace(b"\n", b" ").decode("utf-8", errors="replace").strip() for line in junk]
     bad = sum(1 for line in shown if line and not line.startswith('{"id"'))
     assert len(problems) >= bad
+
+
+def test_reorder_puts_rows_in_the_given_order_with_or_without_the_lines_just_written(tmp_path):
+    """Rows finish out of order under concurrency; ``reorder`` puts them in data order. With the lines a run wrote
+    (``only``: the file held nothing else) it writes them without reading the file; otherwise older rows, a
+    rerun's newer row of an id and keys not listed are kept as ``by_id`` reads them."""
+    fresh = JsonlFile(tmp_path / "fresh.jsonl", Row)
+    written = {r.id: fresh.append(r) for r in (Row(id="c", value=3), Row(id="a", value=1), Row(id="b", value=2))}
+    fresh.close()
+    fresh.reorder(["a", "b", "c"], written, only=True)
+    assert [r.id for r in fresh] == ["a", "b", "c"]
+
+    resumed = JsonlFile(tmp_path / "resumed.jsonl", Row)
+    for row in (Row(id="z", value=0), Row(id="b", value=1)):
+        resumed.append(row)
+    resumed.close()
+    with resumed.path.open("a") as handle:
+        handle.write('{"id": "cut-by-a-ki')  # a line a kill cut short
+    written = {r.id: resumed.append(r) for r in (Row(id="b", value=2), Row(id="a", value=1))}
+    resumed.close()
+    resumed.reorder(["a", "b"], written)
+    assert [(r.id, r.value) for r in resumed] == [("a", 1), ("b", 2), ("z", 0)]

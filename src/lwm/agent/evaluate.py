@@ -17,14 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from lwm.agent.policy import make_policy
 from lwm.backends import DEFAULT_SPEC
 from lwm.data.jsonl import JsonlFile
-from lwm.data.store import TrajectoryStore
+from lwm.data.store import MemoryStore, TrajectoryStore
 from lwm.envs.control import ControlSpec
 from lwm.model_options import world_model as get_world_model
+from lwm.rollout.cluster import remote_map
 from lwm.rollout.loop import Episode, run_episodes
 from lwm.rollout.task_env import WORLD_MODEL_TOKENS
 from lwm.rollout.tasks import Task
 from lwm.runfolder import digest, holds_rows, pin, read_run
 from lwm.stats import paired, standard_error
+from lwm.types import Trajectory
 
 
 class EvalRow(BaseModel):
@@ -60,27 +62,89 @@ def run_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: 
               policy_options: dict | None = None, keep_episodes: bool = False,
               world_model_tokens: int = WORLD_MODEL_TOKENS, done: Callable[[list[EvalRow]], None] | None = None,
               control: Path | None = None, status: Callable[[str], Any] = lambda _: nullcontext(),
-              world_model_retrieve: Sequence[Path] = ()) -> list[EvalRow]:
-    """``chosen`` tasks run by a policy (a spec) in batches, recorded in ``out``; ``done`` gets each batch's rows
-    as it finishes (so a long eval keeps its work); ``status(text)`` is a context manager around each batch.
-    A bad spec, world model or control file raises ``ValueError`` (or ``OSError``) before any episode runs."""
+              world_model_retrieve: Sequence[Path] = (), executor: str = "local",
+              store: TrajectoryStore | None = None) -> list[EvalRow]:
+    """``chosen`` tasks run by a policy (a spec) in batches, recorded in ``out`` (or ``store``); ``done`` gets each
+    batch's rows as it finishes (so a long eval keeps its work); ``status(text)`` is a context manager around each
+    batch. With ``executor="ray"`` each batch is a Ray task on the cluster (``lwm.rollout.cluster``), its rows and
+    trajectories written here as it ends. A bad spec, world model or control file raises ``ValueError`` (or
+    ``OSError``) before any episode runs."""
     if mode not in ("sim", "real"):
         raise ValueError(f"--mode must be sim or real, not {mode!r}")
+    if executor not in ("local", "ray"):
+        raise ValueError(f"--executor must be local or ray, not {executor!r}")
     policy = make_policy(policy_spec, chosen, **(policy_options or {}))
+    store = store if store is not None else TrajectoryStore(out) if out else None
+    batches = [Batch(list(chosen[start: start + batch]), mode, policy_spec, world_model, max_steps, seed + start,
+                     policy_options or {}, world_model_tokens, control, tuple(world_model_retrieve))
+               for start in range(0, len(chosen), batch)]
+    if executor == "ray":
+        return _run_on_cluster(batches, policy.name, store, done, status)
     wm = get_world_model(world_model, max_tokens=world_model_tokens,
                          retrieve=[Path(p) for p in world_model_retrieve] or None) if mode == "sim" else None
     spec = ControlSpec.load(control) if control else None
-    store = TrajectoryStore(out) if out else None
     rows = []
-    for start in range(0, len(chosen), batch):
-        with status(f"episodes {start + 1}-{min(start + batch, len(chosen))} of {len(chosen)} ({mode})..."):
-            episodes = run_episodes(chosen[start: start + batch], policy, mode, world_model=wm, max_steps=max_steps,
-                                    store=store, seed=seed + start, control=spec)
+    for i, job in enumerate(batches):
+        first = i * batch
+        with status(f"episodes {first + 1}-{first + len(job.tasks)} of {len(chosen)} ({mode})..."):
+            episodes = run_episodes(job.tasks, policy, mode, world_model=wm, max_steps=max_steps, store=store,
+                                    seed=job.seed, control=spec)
         made = [EvalRow.of(e, policy.name, keep_episodes) for e in episodes]
         if done:
             done(made)
         rows += made
     return rows
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of episodes as a Ray task gets it: everything needed to run it anywhere."""
+
+    tasks: list[Task]
+    mode: str
+    policy_spec: str
+    world_model: str
+    max_steps: int
+    seed: int
+    policy_options: dict[str, Any]
+    world_model_tokens: int
+    control: Path | None
+    world_model_retrieve: tuple[Path, ...]
+
+
+def run_batch(job: Batch) -> tuple[list[EvalRow], list[Trajectory]]:
+    """A batch run where its Ray task landed: its rows, and its trajectories kept in memory for the caller."""
+    kept = MemoryStore()
+    rows = run_tasks(job.tasks, job.mode, job.policy_spec, job.world_model, max_steps=job.max_steps,
+                     batch=len(job.tasks), seed=job.seed, policy_options=job.policy_options,
+                     world_model_tokens=job.world_model_tokens, control=job.control,
+                     world_model_retrieve=job.world_model_retrieve, store=kept)
+    return rows, kept.trajectories
+
+
+def _run_on_cluster(batches: list[Batch], policy: str, store: TrajectoryStore | None,
+                    done: Callable[[list[EvalRow]], None] | None, status: Callable[[str], Any]) -> list[EvalRow]:
+    """Batches as Ray tasks; rows and trajectories written here, once, as each batch ends; rows returned in task
+    order. A batch that failed on every try gives its episodes an error row (a rerun of the eval runs them)."""
+    stored = store.finished_ids() if store is not None else set()
+    by_batch: dict[int, list[EvalRow]] = {}
+    index = {id(job): i for i, job in enumerate(batches)}
+    total = sum(len(job.tasks) for job in batches)
+    with status(f"{total} episodes in {len(batches)} batches on the Ray cluster..."):
+        for job, outcome in remote_map(run_batch, batches, sandboxed=batches[0].mode == "real" if batches else False):
+            if isinstance(outcome, BaseException):
+                rows = [EvalRow(task=t.id, domain=t.domain, family=t.family, mode=job.mode, policy=policy,
+                                reward=0.0, error=f"{type(outcome).__name__}: {outcome}"[:500]) for t in job.tasks]
+            else:
+                rows, trajectories = outcome
+                for trajectory in trajectories:
+                    if store is not None and trajectory.id not in stored:
+                        store.append(trajectory)
+                        stored.add(trajectory.id)
+            by_batch[index[id(job)]] = rows
+            if done:
+                done(rows)
+    return [row for i in sorted(by_batch) for row in by_batch[i]]
 
 
 def results_file(out: Path, settings: dict) -> JsonlFile[EvalRow]:
@@ -95,7 +159,7 @@ def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model:
                max_steps: int = 8, out: Path | None = None, batch: int = 8, seed: int = 0, max_tokens: int = 160,
                temperature: float = 0.0, world_model_tokens: int = WORLD_MODEL_TOKENS, control: Path | None = None,
                status: Callable[[str], Any] = lambda _: nullcontext(), say: Callable[[str], Any] = lambda _: None,
-               world_model_retrieve: Sequence[Path] = ()) -> list[EvalRow]:
+               world_model_retrieve: Sequence[Path] = (), executor: str = "local") -> list[EvalRow]:
     """``run_tasks`` with its rows kept in ``out`` (OUT/results.jsonl, appended batch by batch): a rerun goes on
     from the tasks already there (``say`` is told how many) and refuses other settings (``SettingsChanged``)."""
     settings = {"mode": mode, "policy": policy_spec, "max_steps": max_steps, "max_tokens": max_tokens,
@@ -113,7 +177,7 @@ def eval_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model:
                           policy_options={"max_tokens": max_tokens, "temperature": temperature, "seed": seed},
                           world_model_tokens=world_model_tokens, control=control, status=status,
                           done=(lambda rows: [results.append(r) for r in rows]) if results else None,
-                          world_model_retrieve=world_model_retrieve)
+                          world_model_retrieve=world_model_retrieve, executor=executor)
                 if todo else [])
     return [kept[t.id] if t.id in kept else next(made) for t in chosen]
 

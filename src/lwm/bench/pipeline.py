@@ -180,9 +180,12 @@ def sampling(options: ModelOptions, protocol: PublishedProtocol | None) -> Model
 
 def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: int | None = None,
           concurrency: int = 16, force_new: bool = False, protocol: PublishedProtocol | None = None,
-          reporter: Reporter = QUIET) -> list[BenchSample]:
+          reporter: Reporter = QUIET, executor: str = "local") -> list[BenchSample]:
     """Predict the first ``limit`` samples of each domain (all with None) into ``out`` and return them; answer
-    budgets are sized on the whole data, so that ``limit`` does not change them."""
+    budgets are sized on the whole data, so that ``limit`` does not change them. ``executor="ray"`` spreads the
+    samples over a Ray cluster (``lwm.bench.cluster``), each node predicting with its own world model."""
+    if executor not in ("local", "ray"):
+        raise BenchError(f"--executor must be local or ray, not {executor!r}", option=True)
     data, out = Path(data), Path(out)
     if protocol and (options.edits or options.retrieve):
         raise BenchError("--protocol sends the published script's requests as they are: --edits and --retrieve "
@@ -212,9 +215,15 @@ def infer(data: str | Path, out: str | Path, options: ModelOptions, *, limit: in
     todo = len(pending_inference(samples, out))
     if todo < len(samples):
         reporter.say(f"resuming: {len(samples) - todo} samples already predicted in {out}")
-    _run_stage(out, "infer", out / PREDICTIONS, todo,
-               lambda tick: run_infer(samples, wm, out, concurrency, tick, budgets=budgets, protocol=protocol),
-               reporter)
+    if executor == "ray":
+        from lwm.bench.cluster import infer_on_cluster
+
+        _run_stage(out, "infer", out / PREDICTIONS, todo, lambda tick: infer_on_cluster(
+            samples, options, out, concurrency, tick, budgets=budgets, protocol=protocol), reporter)
+    else:
+        _run_stage(out, "infer", out / PREDICTIONS, todo,
+                   lambda tick: run_infer(samples, wm, out, concurrency, tick, budgets=budgets, protocol=protocol),
+                   reporter)
     rows = predictions(out).by_id().values()
     errors, never = sum(1 for r in rows if not r.ok and not r.never_fits), sum(1 for r in rows if r.never_fits)
     reporter.say(f"predictions in {out / PREDICTIONS}" + (f"; {errors} failed (rerun to retry)" if errors else "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,10 +42,16 @@ def judgements(out: Path) -> JsonlFile[Judgement]:
 
 
 async def _each(items: list[Item], file: JsonlFile[Any], work: Callable[[Item], Awaitable[Any]],
-                tick: Tick | None) -> int:
-    """Run ``work`` on every item concurrently, appending each result row to ``file`` as it finishes."""
+                tick: Tick | None) -> tuple[dict[str, str], bool]:
+    """Run ``work`` on every item concurrently, appending each result row to ``file`` as it finishes; the
+    lines written, by key, and whether the file held nothing before them (so the file is put in data order
+    without reading or parsing it again)."""
+    written: dict[str, str] = {}
+    empty = not file.path.exists() or file.path.stat().st_size == 0
+
     async def one(item: Item) -> None:
-        file.append(await work(item))
+        row = await work(item)
+        written[file.key(row)] = file.append(row)
         if tick:
             tick()
 
@@ -53,7 +59,7 @@ async def _each(items: list[Item], file: JsonlFile[Any], work: Callable[[Item], 
         await asyncio.gather(*(one(item) for item in items))
     finally:
         file.close()
-    return len(items)
+    return written, empty
 
 
 def schedule(samples: list[BenchSample]) -> list[BenchSample]:
@@ -69,26 +75,12 @@ def pending_inference(samples: list[BenchSample], out: Path) -> list[BenchSample
     return [s for s in samples if s.key not in done]
 
 
-def in_data_order(file: JsonlFile[Any], keys: Iterable[str]) -> None:
-    """Rewrite ``file`` with its rows in data order (rows finish out of order under concurrency); rows of
-    keys not given keep their place after them."""
-    rows = file.by_id()
-    if not rows:
-        return
-    ordered = [rows.pop(key) for key in keys if key in rows]
-    file.write_all([*ordered, *rows.values()])
-
-
-async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurrency: int = 16,
-                tick: Tick | None = None, prefix_order: bool = True, budgets: dict[str, int] | None = None,
-                protocol: PublishedProtocol | None = None) -> int:
-    """Predict every sample not yet in ``predictions.jsonl``; returns how many were run. ``budgets`` gives
-    a domain's answer tokens (else the model's ``max_tokens``). With the published ``protocol``, each
-    sample's messages are sent whole, as the published script sends them (no turn dropped to fit: the
-    answer budget shrinks to the room left, and a sample that does not fit at all fails)."""
-    todo = pending_inference(samples, out)
-    todo = schedule(todo) if prefix_order else todo
-    limit = asyncio.Semaphore(concurrency)
+def predictor(wm: WorldModel, budgets: dict[str, int] | None = None,
+              protocol: PublishedProtocol | None = None) -> Callable[[BenchSample], Awaitable[Prediction]]:
+    """How one sample is predicted and made a row, here or on a cluster's node. ``budgets`` gives a domain's answer
+    tokens (else the model's ``max_tokens``). With the published ``protocol``, each sample's messages are sent
+    whole, as the published script sends them (no turn dropped to fit: the answer budget shrinks to the room
+    left, and a sample that does not fit at all fails)."""
     known = set(domain_names())
 
     async def predict(sample: BenchSample) -> Observation:
@@ -102,32 +94,50 @@ async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurren
         return await wm.generate(messages, domain, config)
 
     async def one(sample: BenchSample) -> Prediction:
-        async with limit:
-            started = time.perf_counter()
-            row = Prediction.model_validate(sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True))
-            try:
-                obs = await predict(sample)
-                tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG
-                # An edit or a repaired answer is judged as the whole observation lwm made of it; any other as
-                # published.
-                made = "edit" in obs.metadata or "form" in obs.metadata
-                extracted = obs.content if made else published_output(obs.raw or "", tag)
-                row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content,
-                                                 extracted_output=extracted,
-                                                 parse=obs.metadata["parse"], cached=obs.metadata["cached"],
-                                                 model=obs.metadata["model"],
-                                                 finish_reason=obs.metadata.get("finish_reason"),
-                                                 edit=obs.metadata.get("edit"), form=obs.metadata.get("form")))
-            except ContextOverflowError as exc:
-                row = row.model_copy(update={"error_message": str(exc), "never_fits": True})
-            except BackendError as exc:
-                row = row.model_copy(update={"error_message": str(exc)})
-            row.seconds = round(time.perf_counter() - started, 4)
+        started = time.perf_counter()
+        row = Prediction.model_validate(sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True))
+        try:
+            obs = await predict(sample)
+            tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG
+            # An edit or a repaired answer is judged as the whole observation lwm made of it; any other as
+            # published.
+            made = "edit" in obs.metadata or "form" in obs.metadata
+            extracted = obs.content if made else published_output(obs.raw or "", tag)
+            row = row.model_copy(update=dict(gen=obs.raw or "", prediction=obs.content, extracted_output=extracted,
+                                             parse=obs.metadata["parse"], cached=obs.metadata["cached"],
+                                             model=obs.metadata["model"],
+                                             finish_reason=obs.metadata.get("finish_reason"),
+                                             edit=obs.metadata.get("edit"), form=obs.metadata.get("form")))
+        except ContextOverflowError as exc:
+            row = row.model_copy(update={"error_message": str(exc), "never_fits": True})
+        except BackendError as exc:
+            row = row.model_copy(update={"error_message": str(exc)})
+        row.seconds = round(time.perf_counter() - started, 4)
         return row
 
-    ran = await _each(todo, predictions(out), one, tick)
-    in_data_order(predictions(out), (s.key for s in samples))
-    return ran
+    return one
+
+
+def bounded(work: Callable[[Item], Awaitable[Any]], concurrency: int) -> Callable[[Item], Awaitable[Any]]:
+    """``work`` with at most ``concurrency`` calls in flight."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: Item) -> Any:
+        async with limit:
+            return await work(item)
+
+    return one
+
+
+async def infer(samples: list[BenchSample], wm: WorldModel, out: Path, concurrency: int = 16,
+                tick: Tick | None = None, prefix_order: bool = True, budgets: dict[str, int] | None = None,
+                protocol: PublishedProtocol | None = None) -> int:
+    """Predict every sample not yet in ``predictions.jsonl`` (as ``predictor`` does); returns how many were run."""
+    todo = pending_inference(samples, out)
+    todo = schedule(todo) if prefix_order else todo
+    written, only = await _each(todo, predictions(out), bounded(predictor(wm, budgets, protocol), concurrency), tick)
+    predictions(out).reorder((s.key for s in samples), written, only=only)
+    return len(todo)
 
 
 def pending_judging(out: Path) -> list[Prediction]:
@@ -157,6 +167,6 @@ async def judge(samples: dict[str, BenchSample], out: Path, scorer: Scorer, conc
                 verdict = await scorer.score(sample, extracted)
         return Judgement.of(row, verdict)
 
-    ran = await _each(todo, judgements(out), one, tick)
-    in_data_order(judgements(out), [*samples, *predictions(out).by_id()])
-    return ran
+    written, only = await _each(todo, judgements(out), one, tick)
+    judgements(out).reorder([*samples, *predictions(out).by_id()], written, only=only)
+    return len(todo)

@@ -143,7 +143,9 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
              max_tokens: Annotated[int, typer.Option(help="Most tokens in one policy reply.")] = 160,
              temperature: Annotated[float, typer.Option(help="Policy temperature (0 = greedy).")] = 0.0,
              world_model_tokens: WorldModelTokens = WORLD_MODEL_TOKENS, control: ControlFile = None,
-             world_model_retrieve: WorldModelRetrieve = None) -> None:
+             world_model_retrieve: WorldModelRetrieve = None,
+             executor: Annotated[str, typer.Option(help="local (this process) or ray (batches as tasks on the Ray "
+                                                   "cluster RAY_ADDRESS names; docs/scaling.md).")] = "local") -> None:
     """Run a policy on a suite's tasks; mean reward per family with standard errors. With --out, each batch's
     results are appended to OUT/results.jsonl as it ends, and a rerun goes on from there."""
     chosen = tasks(domain, split if split in ("train", "heldout") else None, family or ())[:limit]
@@ -154,7 +156,7 @@ def eval_cmd(domain: Annotated[str, typer.Option(help="search, mcp or terminal."
         rows = eval_tasks(chosen, mode, policy, world_model, max_steps=max_steps, out=out, batch=batch, seed=seed,
                           max_tokens=max_tokens, temperature=temperature, world_model_tokens=world_model_tokens,
                           control=control, status=console.status, say=console.print,
-                          world_model_retrieve=world_model_retrieve or ())
+                          world_model_retrieve=world_model_retrieve or (), executor=executor)
     console.print(_summary(rows, f"{policy} on {len(rows)} {domain} {split} tasks, {mode} environment"))
 
 

@@ -49,6 +49,8 @@ Floor = Annotated[bool | None, typer.Option("--floor/--no-floor", help="With an 
                                                  "answers (turns 2+; at most as many judge calls again) so the report "
                                                  "shows skill over copy-last. Default on, off with --protocol (whose "
                                                  "script sends no such requests). The rule judge always shows it.")]
+Executor = Annotated[str, typer.Option(help="local (this process) or ray (samples in shards over the Ray cluster "
+                                       "RAY_ADDRESS names, each node with its own world model; docs/scaling.md).")]
 Data = Annotated[Path, typer.Option(help="A folder of <domain>_test.jsonl files, or one file.")]
 Concurrency = Annotated[int, typer.Option(help="Requests in flight.")]
 Judge = Annotated[str, typer.Option("--judge", help="'rules' (no model) or a model spec for an LLM judge.")]
@@ -155,12 +157,12 @@ def show_scores(out: Path, samples: dict[str, BenchSample] | None, rows: list[di
 @bench_app.command("infer")
 @o.model_options(**BENCH_OPTIONS)
 def infer_cmd(data: Data, out: Out, concurrency: Concurrency = 16, limit: Limit = None, protocol: Protocol = None,
-              force_new: ForceNew = False, *, options: o.ModelOptions) -> None:
+              force_new: ForceNew = False, executor: Executor = "local", *, options: o.ModelOptions) -> None:
     """Predict the observation of every sample (resumes: finished samples are kept, if the model, sampling
     and data are the ones recorded in OUT/run.json)."""
     with bench_errors():
         pipeline.infer(data, out, options, limit=limit, concurrency=concurrency, force_new=force_new,
-                       protocol=pipeline.read_protocol(protocol, REPORTER), reporter=REPORTER)
+                       protocol=pipeline.read_protocol(protocol, REPORTER), reporter=REPORTER, executor=executor)
 
 
 PredictionsFile = Annotated[Path | None, typer.Option("--predictions", help="A predictions file to judge (the "
@@ -222,13 +224,14 @@ def run_cmd(data: Data, out: Out, judge_spec: Judge = "rules", concurrency: Conc
             prompts_dir: o.PromptsDir = None, limit: Limit = None, protocol: Protocol = None,
             judge_base_url: JudgeBaseUrl = None, judge_api_key: JudgeApiKey = None,
             judge_max_tokens: JudgeMaxTokens = None, judge_temperature: JudgeTemperature = None,
-            judge_retries: JudgeRetries = None, floor: Floor = None, force_new: ForceNew = False, *,
-            options: o.ModelOptions) -> None:
+            judge_retries: JudgeRetries = None, floor: Floor = None, force_new: ForceNew = False,
+            executor: Executor = "local", *, options: o.ModelOptions) -> None:
     """infer, judge and score in one go (the data is read once; resumes as infer and judge do)."""
     with bench_errors():
         published = pipeline.read_protocol(protocol, REPORTER)
         by_key = {s.key: s for s in pipeline.infer(data, out, options, limit=limit, concurrency=concurrency,
-                                                   force_new=force_new, protocol=published, reporter=REPORTER)}
+                                                   force_new=force_new, protocol=published, reporter=REPORTER,
+                                                   executor=executor)}
         judging = pipeline.JudgeOptions(judge_spec, judge_base_url or options.base_url,
                                         judge_api_key or options.api_key, judge_max_tokens, judge_temperature,
                                         judge_retries, prompts_dir, floor if floor is not None else protocol is None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -69,6 +70,7 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
     if skipped:
         console.print(f"resuming: {skipped} finished episodes in {out} are kept")
     failures: list[EpisodeResult] = []
+    nodes: Counter[str] = Counter()
     turns = 0
     agent = [0, 0]
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -82,6 +84,8 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
             if result.agent_actions:
                 agent[0] += result.agent_actions[0]
                 agent[1] += result.agent_actions[1]
+            if result.node:
+                nodes[result.node[:8]] += 1
             if result.error:
                 failures.append(result)
                 progress.console.print(f"[red]episode {result.id} failed:[/] {result.error}", markup=True)
@@ -90,6 +94,8 @@ def _run(console: Console, todo: list, skipped: int, workers: int, out: Path, la
         run(todo, workers, on_result, executor)
     console.print(f"{len(todo) - len(failures)} episodes recorded ({turns} turns) in {out}"
                   + (f"; {len(failures)} failed (rerun the command to retry them)" if failures else ""))
+    if len(nodes) > 1 or executor == "ray":
+        console.print("episodes per Ray node: " + ", ".join(f"{node} {count}" for node, count in nodes.most_common()))
     if sum(agent):
         console.print(f"the agent chose {agent[0]} of {sum(agent)} actions; its explorer chose the other {agent[1]} "
                       "(replies that were no valid action)")

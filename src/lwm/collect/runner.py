@@ -8,6 +8,7 @@ a killed run is resumed by running the same command again: finished episodes are
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import re
 import signal
@@ -20,10 +21,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from lwm.data.store import TrajectoryStore
+from lwm.data.store import MemoryStore, TrajectoryStore
 from lwm.envs.registration import open_env
 from lwm.registry import get
+from lwm.rollout.cluster import node_id, remote_map
 from lwm.runfolder import pin
+from lwm.types import Trajectory
 
 PR_SET_PDEATHSIG = 1
 
@@ -62,6 +65,8 @@ class EpisodeResult:
     error: str | None = None
     agent_actions: tuple[int, int] | None = None
     """An LLM agent's episode: (actions the agent chose, actions its explorer chose when a reply was no action)."""
+    node: str | None = None
+    """The Ray node that ran it (``executor="ray"``)."""
 
 
 def episode_policy(spec: EpisodeSpec) -> Any:
@@ -75,16 +80,16 @@ def episode_policy(spec: EpisodeSpec) -> Any:
     return ExplorerPolicy(get("explorer", name), mistake_rate=spec.mistake_rate)
 
 
-def collect_episode(spec: EpisodeSpec) -> EpisodeResult:
+def collect_episode(spec: EpisodeSpec, store: TrajectoryStore | None = None) -> EpisodeResult:
     """One episode through the agent loop (``lwm.rollout.loop.play``): a fresh real environment, a policy, at
-    most ``max_steps`` steps, recorded into the collection. Any failure (building the env or the policy
-    included) ends this episode with an error, never the collection; a failed episode is not stored."""
+    most ``max_steps`` steps, recorded into the collection (or into ``store``). Any failure (building the env or
+    the policy included) ends this episode with an error, never the collection; a failed episode is not stored."""
     from lwm.rollout.loop import Episode, play
 
     started = time.monotonic()
     try:
         policy = episode_policy(spec)
-        store = TrajectoryStore(spec.out)
+        store = store if store is not None else TrajectoryStore(spec.out)
         provenance = {"policy": policy.name, "seed": spec.seed, "episode": spec.index, "lwm": version("lwm"),
                       **({"source": policy.source} if getattr(policy, "source", None) else {})}
         env = open_env(spec.domain, env_options=spec.env_options, store=store, max_turns=spec.max_steps,
@@ -148,7 +153,8 @@ def run(specs: list[EpisodeSpec], workers: int = 1,
     """Run episodes in ``workers`` processes (in this process when 1), or as Ray tasks, reporting each as it ends.
 
     With ``executor="ray"`` episodes are Ray tasks on the cluster named by ``RAY_ADDRESS`` (or a local one
-    with ``workers`` CPUs); each task writes to ``out``, which must then be a folder every node can reach.
+    with ``workers`` CPUs), each node running at most its ``lwm_sandbox`` slots at once (``lwm.rollout.cluster``);
+    their trajectories come back here and are written into ``out`` once, so no folder need be shared.
     """
     results: list[EpisodeResult] = []
 
@@ -182,17 +188,30 @@ def die_with_parent() -> None:
             os._exit(1)
 
 
+def collect_remote(spec: EpisodeSpec) -> tuple[EpisodeResult, list[Trajectory]]:
+    """One episode as a Ray task, on whichever node runs it: its trajectory kept in memory there and handed back
+    for the caller to store (no folder shared between nodes; a retried task stores nothing twice)."""
+    kept = MemoryStore()
+    result = collect_episode(spec, kept)
+    return dataclasses.replace(result, node=node_id()), kept.trajectories
+
+
 def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResult], None]) -> None:
+    """Episodes as Ray tasks, at most a node's ``lwm_sandbox`` slots at once on each node; every trajectory is
+    written here, once, into the collection's store."""
+    stores = {out: TrajectoryStore(out) for out in {spec.out for spec in specs}}
+    stored = {out: store.finished_ids() for out, store in stores.items()}
     try:
-        import ray
-    except ImportError as exc:
-        raise RuntimeError("--executor ray needs Ray: pip install 'lwm[ray]'") from exc
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, num_cpus=None if address else max(1, workers), include_dashboard=False,
-                 log_to_driver=False)
-    task = ray.remote(num_cpus=1, max_retries=1)(collect_episode)
-    pending = [task.remote(spec) for spec in specs]
-    while pending:
-        finished, pending = ray.wait(pending, num_returns=1)
-        done(ray.get(finished[0]))
+        for spec, outcome in remote_map(collect_remote, specs, workers=workers, sandboxed=True):
+            if isinstance(outcome, BaseException):
+                done(EpisodeResult(spec.id, 0, 0.0, f"{type(outcome).__name__}: {outcome}"))
+                continue
+            result, trajectories = outcome
+            for trajectory in trajectories:
+                if trajectory.id not in stored[spec.out]:
+                    stores[spec.out].append(trajectory)
+                    stored[spec.out].add(trajectory.id)
+            done(result)
+    finally:
+        for store in stores.values():
+            store.close()

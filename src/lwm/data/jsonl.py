@@ -61,16 +61,22 @@ class JsonlFile(Generic[Row]):
     def by_id(self, problems: list[str] | None = None) -> dict[str, Row]:
         """Rows by id (or by ``key``, where a row defines one); the last line of an id wins (a rerun's row
         replaces the earlier one)."""
-        return {str(getattr(row, "key", None) or row.id): row for row in self.rows(problems)}  # type: ignore[attr-defined]
+        return {self.key(row): row for row in self.rows(problems)}
 
     def ids(self) -> set[str]:
         return set(self.by_id())
 
-    def append(self, row: Row) -> None:
+    def key(self, row: Row) -> str:
+        """The row's id (or its ``key``, where the row defines one): what ``by_id`` files it under."""
+        return str(getattr(row, "key", None) or row.id)  # type: ignore[attr-defined]
+
+    def append(self, row: Row) -> str:
         """One whole line, flushed (and synced with ``sync``): a kill leaves at most one partial line, which
-        readers skip. Safe to call from several threads."""
+        readers skip. Safe to call from several threads. Returns the line as written."""
+        line = self._line(row)
         with self._lock:
-            self._append(self._line(row))
+            self._append(line)
+        return line
 
     def _line(self, row: Row) -> str:
         """``row`` as one JSON line; text that is not well-formed Unicode anywhere in it (a lone surrogate in a
@@ -99,15 +105,33 @@ class JsonlFile(Generic[Row]):
 
     def write_all(self, rows: Iterable[Row]) -> int:
         """Replace the file with ``rows`` (through a temporary file: a kill never leaves half of it)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        count = 0
-        with tmp.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(self._line(row))
-                count += 1
-        os.replace(tmp, self.path)
-        return count
+        return _replace(self.path, (self._line(row) for row in rows))
+
+    def reorder(self, keys: Iterable[str], written: dict[str, str] | None = None, *, only: bool = False) -> None:
+        """Rewrite the file with its rows in the order of ``keys`` (rows finish out of order under concurrency);
+        rows of keys not given keep their place after them, the last line of a key wins, unreadable lines go.
+        ``written`` (key -> line, as ``append`` returned them) spares parsing the lines this run wrote, and with
+        ``only`` (the file held nothing before them) spares reading the file at all."""
+        if only and written is not None:
+            lines = dict(written)
+            _replace(self.path, [*(lines.pop(key) for key in keys if key in lines), *lines.values()])
+            return
+        if not self.path.exists():
+            return
+        known = {line: key for key, line in (written or {}).items()}
+        lines: dict[str, str] = {}
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key = known.get(line)
+                if key is None:
+                    try:
+                        key = self.key(self.model.model_validate_json(line))
+                    except ValueError:
+                        continue  # a cut or foreign line: by_id skips it too
+                lines.pop(key, None)
+                lines[key] = line
+        ordered = [lines.pop(key) for key in keys if key in lines]
+        _replace(self.path, [*ordered, *lines.values()])
 
     def close(self) -> None:
         with self._lock:
@@ -119,13 +143,17 @@ class JsonlFile(Generic[Row]):
 def write_dicts(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     """Replace ``path`` with ``rows`` as JSON lines (plain dicts: training rows), through a temporary file as
     ``JsonlFile.write_all`` does; the number written."""
-    path = Path(path)
+    return _replace(Path(path), (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def _replace(path: Path, lines: Iterable[str]) -> int:
+    """Replace ``path`` with ``lines`` through a temporary file (a kill never leaves half of it); how many."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     count = 0
     with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for line in lines:
+            handle.write(line)
             count += 1
     os.replace(tmp, path)
     return count

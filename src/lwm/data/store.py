@@ -56,3 +56,27 @@ class TrajectoryStore:
 
     def close(self) -> None:
         self.file.close()
+
+
+class MemoryStore(TrajectoryStore):
+    """A store that keeps its trajectories in memory: for an episode whose trajectory is handed on rather than
+    written where it ran (a Ray task's, which its caller writes once into the collection)."""
+
+    def __init__(self) -> None:  # no folder: nothing is written
+        self.trajectories: list[Trajectory] = []
+
+    @property
+    def path(self) -> Path:
+        raise AttributeError("a MemoryStore has no file")
+
+    def finished_ids(self) -> set[str]:
+        return {t.id for t in self.trajectories}
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        return iter(self.trajectories)
+
+    def append(self, trajectory: Trajectory) -> None:
+        self.trajectories.append(trajectory)
+
+    def close(self) -> None:
+        pass

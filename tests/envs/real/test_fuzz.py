@@ -8,17 +8,16 @@ seed); docs/serving.md quotes a longer run's counts.
 import json
 import os
 import random
-from pathlib import Path
 
 import pytest
 
 from lwm.data import read_trajectories
 from lwm.envs.real import terminal
-from lwm.envs.real.sandbox import UID_RANGE
 from lwm.envs.registration import open_env
 from lwm.rollout.task_env import recorder
 from lwm.testing import fuzz
 from tests.envs.real.conftest import needs_sandbox, wait_for
+from tests.leftovers import leftovers
 
 SEED = int(os.environ.get("LWM_FUZZ_SEED", "0"))
 STEPS = int(os.environ.get("LWM_FUZZ_STEPS", "30"))
@@ -36,20 +35,6 @@ ACTIONS = {  # domain -> (options, the next action from the rng and the episode'
                                                           fuzz.text(rng), "import time; time.sleep(0.1)",
                                                           "while True: pass"])),
 }
-
-
-def leftovers() -> set[str]:
-    """lwm's folders, images and mounts in /tmp, and the processes of sandbox uids (as root: a uid of their own)."""
-    mounts = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if " /tmp/lwm-" in line}
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and UID_RANGE[0] <= entry.stat().st_uid < UID_RANGE[1]:
-                mounts.add(f"process {entry.name} {(entry / 'cmdline').read_bytes()[:60]!r}")
-        except OSError:
-            pass
-    # (lwm-sandbox-* is the test process's own folder for its sandboxes, removed when it ends)
-    return {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("lwm-", ".lwm-"))
-            and not p.name.startswith("lwm-sandbox-")} | mounts
 
 
 @needs_sandbox
