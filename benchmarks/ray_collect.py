@@ -2,19 +2,17 @@
 with its worker node killed half-way.
 
 Each node is a separate Ray node on loopback (its own raylet and worker processes; the head also runs the GCS),
-started with Ray's ``cluster_utils.Cluster`` and given 1 CPU and 1 sandbox slot (``lwm_sandbox``): on this 2-core
-box a node is one core. ``lwm collect --executor ray`` runs as a user runs it (its own process, ``RAY_ADDRESS``),
+started by ``lwm.testing.ray_nodes`` and given 1 CPU and 1 sandbox slot (``lwm_sandbox``): on this 2-core box a
+node is one core. ``lwm collect --executor ray`` runs as a user runs it (its own process, ``RAY_ADDRESS``),
 and its wall time is measured from its start to its end (Ray connection included; the cluster's start is not).
 Prints each run's seconds, episodes per node, the 2-node / 1-node ratio (target <= 0.6) and whether every run
 stored the same episode ids, each once.
-Usage: python benchmarks/ray_collect.py [--domain terminal] [--episodes 12] [--max-steps 6] [--repeats 1]
+Usage: python benchmarks/ray_collect.py [--domain terminal] [--episodes 24] [--max-steps 6] [--repeats 1]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -25,48 +23,44 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from lwm.data import read_trajectories
+from lwm.testing.ray_nodes import RayNodes
+
 LWM = str(Path(sys.executable).parent / "lwm")
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
-            "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "4"}
 
 
-def collection(address: str, args: argparse.Namespace, out: Path, kill: object = None) -> tuple[float, str]:
-    """Seconds ``lwm collect`` took, and its per-node line; with ``kill`` (a callable), called once the first
-    episode is stored."""
+def collection(nodes: RayNodes, args: argparse.Namespace, out: Path, kill: bool = False) -> tuple[float, str]:
+    """Seconds ``lwm collect`` took, and its per-node line; with ``kill``, the worker node is killed once the
+    first episode is stored."""
     started = time.perf_counter()
     run = subprocess.Popen([LWM, "collect", "--domain", args.domain, "--episodes", str(args.episodes),
                             "--max-steps", str(args.max_steps), "--executor", "ray", "--out", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           env={**os.environ, "RAY_ADDRESS": address})
-    if kill is not None:
+                           env=nodes.env)
+    if kill:
         stored = out / "trajectories.jsonl"
         while run.poll() is None and not (stored.exists() and stored.read_text().count("\n") >= 1):
             time.sleep(0.1)
-        kill()
+        nodes.kill()
     output = run.communicate()[0]
     seconds = time.perf_counter() - started
     if run.returncode != 0:
         raise SystemExit(f"lwm collect failed:\n{output}")
-    return seconds, output.split("episodes per Ray node:")[-1].strip()
+    return seconds, output.split("episodes per Ray node:")[-1].splitlines()[0].strip()
 
 
 def stored_ids(out: Path) -> tuple[list[str], int]:
     lines = (out / "trajectories.jsonl").read_text().splitlines()
-    from lwm.data import read_trajectories
-
     return sorted(t.id for t in read_trajectories(out)), len(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--domain", default="terminal")
-    parser.add_argument("--episodes", type=int, default=12)
+    parser.add_argument("--episodes", type=int, default=24)
     parser.add_argument("--max-steps", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each cluster size, interleaved")
     args = parser.parse_args()
-    os.environ.update(LOOPBACK)
-    from ray.cluster_utils import Cluster
-
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="ray-collect-"))
     walls: dict[str, list[float]] = {"1 node": [], "2 nodes": [], "2 nodes, worker killed": []}
@@ -74,20 +68,12 @@ def main() -> None:
     ids: dict[str, tuple[list[str], int]] = {}
     for repeat in range(args.repeats):
         for label in walls:
-            cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"lwm_sandbox": 1},
-                                                                    "include_dashboard": False})
-            try:
-                worker = None if label == "1 node" else cluster.add_node(num_cpus=1, resources={"lwm_sandbox": 1})
-                cluster.wait_for_nodes()
+            with RayNodes(1 if label == "1 node" else 2) as cluster:
                 out = tmp / f"{label.replace(' ', '-').replace(',', '')}-{repeat}"
-                kill = (lambda c=cluster, w=worker: c.remove_node(w, allow_graceful=False)) if "killed" in label \
-                    else None
                 with console.status(f"run {repeat + 1}: {label}, {args.episodes} {args.domain} episodes..."):
-                    seconds, nodes[label] = collection(cluster.address, args, out, kill)
+                    seconds, nodes[label] = collection(cluster, args, out, kill="killed" in label)
                 walls[label].append(seconds)
                 ids[label] = stored_ids(out)
-            finally:
-                cluster.shutdown()
     table = Table(title=f"lwm collect --executor ray: {args.episodes} {args.domain} episodes x {args.max_steps} "
                         "steps, a node = 1 CPU + 1 sandbox slot")
     for column in ("cluster", "median s", "each run s", "episodes per node (last run)", "episodes stored (lines)"):
