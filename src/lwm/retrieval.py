@@ -54,12 +54,14 @@ class Transition:
     after: str
 
 
+@functools.lru_cache(maxsize=65536)  # a session's earlier turns are looked at again at every step
 def action_text(rendered: str) -> str:
     """The action itself from a rendered turn (``### Turn k`` / ``**Action:**`` and a code fence)."""
     found = _FENCE.search(rendered)
     return found.group(1) if found else rendered
 
 
+@functools.lru_cache(maxsize=65536)
 def tool_name(action: str) -> str | None:
     """The tool an action calls (a JSON object with a ``name``), or None for keys, code and commands."""
     text = action.strip()
