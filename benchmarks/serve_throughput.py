@@ -7,8 +7,11 @@ process; each face runs in its own process too, so the clients here measure what
 step's action differs, so no answer comes from the cache. Prints steps/s, p50/p99 step latency and the
 serving layer's added p50 (served minus direct), and the CPU time per step of the direct run and of the
 server process (the serving layer's own cost, apart from the clients': on a small machine the clients and
-the server share the cores, and the latency difference then mostly measures that sharing).
-Target: < 2 ms added at p50 with 64 sessions.
+the server share the cores, and the latency difference then mostly measures that sharing). A second table
+measures the MCP protocol without lwm: a server of the same SDK and transport settings whose tool answers at
+once, driven by the same clients (its server CPU per call is the floor any MCP face built on the SDK pays), and
+the clients' own CPU per call.
+Targets (issue 64): served CPU <= 0.5 ms a step over direct, added p50 < 2 ms at 1 and 16 sessions.
 Usage: python benchmarks/serve_throughput.py [--latency 0.05] [--steps 400] [--sessions 1 16 64]
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import socket
 import statistics
@@ -139,12 +143,44 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(pid: int | None, work: Callable[..., Any], *args: Any) -> tuple[list[float], float, float]:
-    """``work(*args)``'s step times and wall time (a coroutine function is run to completion), and the CPU
-    seconds it cost: this process's (direct, ``pid`` None) or the server process's (served)."""
-    before = cpu_seconds(pid) if pid else time.process_time()
+def measured(pid: int | None, work: Callable[..., Any], *args: Any) -> tuple[list[float], float, float, float]:
+    """``work(*args)``'s step times and wall time (a coroutine function is run to completion), the CPU seconds
+    it cost this process's (direct, ``pid`` None) or the server process's (served), and this process's (the
+    clients', when served)."""
+    before, here = cpu_seconds(pid) if pid else time.process_time(), time.process_time()
     times, wall = asyncio.run(work(*args)) if asyncio.iscoroutinefunction(work) else work(*args)
-    return times, wall, (cpu_seconds(pid) if pid else time.process_time()) - before
+    return times, wall, (cpu_seconds(pid) if pid else time.process_time()) - before, time.process_time() - here
+
+
+def ready(url: str, seconds: float = 60) -> None:
+    """Wait until something answers at ``url`` (any status)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing answers at {url}") from None
+            time.sleep(0.2)
+
+
+def floor_mcp(port: int) -> None:
+    """The MCP SDK's own cost, for comparison: a server of the same SDK and transport settings as ``lwm serve mcp``
+    (low-level ``Server``, streamable HTTP, JSON answers) whose one tool answers at once. Runs in a child process."""
+    import mcp_types as types
+    import uvicorn
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="lookup", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"found {params.arguments}")])
+
+    server = Server("floor", version="0", on_list_tools=list_tools, on_call_tool=call_tool)
+    app = server.streamable_http_app(host="127.0.0.1", json_response=True, max_sessions=256, session_idle_timeout=900)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical", lifespan="on")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -168,7 +204,12 @@ def main() -> None:
         model = ["--model", "openai:scripted", "--base-url", base_url]
         procs = [start(["testserver", "--port", str(model_port), "--latency", str(args.latency)],
                        f"{base_url}/models", env)]
+        floor_port = free_port()
+        floor = multiprocessing.Process(target=floor_mcp, args=(floor_port,), daemon=True)
+        floor.start()
+        floor_url, floors = f"http://127.0.0.1:{floor_port}/mcp", []
         try:
+            ready(floor_url)
             procs.append(start(["serve", "openenv", "--domain", "terminal", *model, "--port", str(openenv_port),
                                 "--max-sessions", "256", "--max-turns", "100000"],
                                f"http://127.0.0.1:{openenv_port}/health", env))
@@ -187,7 +228,8 @@ def main() -> None:
                          measured(procs[1].pid, openenv_clients, openenv_url, sessions, steps)),
                         ("mcp", measured(None, direct, base_url, sessions, steps, "mcp", tools),
                          measured(procs[2].pid, mcp_clients, mcp_url, sessions, steps))]
-                for face, (d, d_wall, d_cpu), (s, s_wall, s_cpu) in rows:
+                floors.append((sessions, measured(floor.pid, mcp_clients, floor_url, sessions, steps), rows[1][2]))
+                for face, (d, d_wall, d_cpu, _), (s, s_wall, s_cpu, _) in rows:
                     table.add_row(face, str(sessions), str(len(s)), f"{len(d) / d_wall:.1f}", f"{len(s) / s_wall:.1f}",
                                   f"{pct(d, 50):.1f}", f"{pct(s, 50):.1f}", f"{pct(d, 99):.1f}", f"{pct(s, 99):.1f}",
                                   f"{pct(s, 50) - pct(d, 50):+.2f}", f"{s_wall / d_wall:.2f}x",
@@ -197,7 +239,16 @@ def main() -> None:
             console.print("direct CPU: this process running SimEnv.step; server CPU: the serving process (world "
                           "model client, session, protocol), so their difference is the serving layer's own CPU "
                           "cost per step, apart from the clients'.")
+            protocol = Table(title="what the MCP protocol costs without lwm: the same SDK's server answering at once")
+            for column in ("sessions", "floor p50 ms", "floor server CPU ms/call", "floor clients' CPU ms/call",
+                           "lwm served clients' CPU ms/step"):
+                protocol.add_column(column, justify="right")
+            for sessions, (f, _, f_cpu, f_client), (s, _, _, s_client) in floors:
+                protocol.add_row(str(sessions), f"{pct(f, 50):.1f}", f"{f_cpu / len(f) * 1000:.2f}",
+                                 f"{f_client / len(f) * 1000:.2f}", f"{s_client / len(s) * 1000:.2f}")
+            console.print(protocol)
         finally:
+            floor.terminate()
             for proc in procs:
                 proc.terminate()
                 proc.wait(10)
