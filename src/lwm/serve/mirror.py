@@ -52,18 +52,20 @@ def call_key(action: Action | dict[str, Any]) -> str:
     return json.dumps({"name": content.get("name"), "arguments": content.get("arguments") or {}}, sort_keys=True)
 
 
-def invalid_call(tools: list[dict[str, Any]], action: Action) -> str | None:
+def invalid_call(tools: list[dict[str, Any]], action: Action, validators: dict[str, Any] | None = None) -> str | None:
     """Why a real server would refuse ``action`` before running it (an unknown tool, arguments that break
-    the tool's input schema), in the words MCP servers use; None when it is a valid call."""
+    the tool's input schema), in the words MCP servers use; None when it is a valid call. ``validators`` keeps
+    each tool's schema validator from call to call (building one costs more than validating)."""
     import jsonschema
 
     name = action.content.get("name") if isinstance(action.content, dict) else None
     tool = next((t for t in tools if t.get("name") == name), None)
     if tool is None:
         return f"Unknown tool: {name}"
-    schema = tool.get("inputSchema") or {"type": "object"}
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(action.content.get("arguments") or {}),
-                    key=lambda e: list(e.path))
+    validators = {} if validators is None else validators
+    if name not in validators:
+        validators[name] = jsonschema.Draft202012Validator(tool.get("inputSchema") or {"type": "object"})
+    errors = sorted(validators[name].iter_errors(action.content.get("arguments") or {}), key=lambda e: list(e.path))
     if not errors:
         return None
     where = ".".join(str(p) for p in errors[0].path)
@@ -98,6 +100,7 @@ class MirrorEnv(TextEnv):
         MirrorMode(mode).check(real=real_options is not None, replay=replay is not None,
                                world_model=world_model is not None)
         self.mode, self.world_model, self.replay = mode, world_model, replay
+        self._validators: dict[str, Any] = {}
         self.errors_as_observations = mode == "real"  # a failing world model is not the server's answer
         self.real_options = real_options
         self.real: Any = None
@@ -133,7 +136,7 @@ class MirrorEnv(TextEnv):
             observation = self.real.transition(action)
             return observation.model_copy(update={"metadata": {**observation.metadata, "source": "real"}})
         if self.world_model is not None:
-            invalid = invalid_call(self.context.tools, action)
+            invalid = invalid_call(self.context.tools, action, self._validators)
             if invalid is not None:  # the real server refuses it without running anything; so does the mirror
                 return Observation(content=invalid, metadata={"source": "sim", "tool_error": True,
                                                               "tool": action.content.get("name")})
