@@ -8,9 +8,9 @@ step's action differs, so no answer comes from the cache. Prints steps/s, p50/p9
 serving layer's added p50 (served minus direct), and the CPU time per step of the direct run and of the
 server process (the serving layer's own cost, apart from the clients': on a small machine the clients and
 the server share the cores, and the latency difference then mostly measures that sharing). A second table
-measures the MCP protocol without lwm: a server of the same SDK and transport settings whose tool answers at
-once, driven by the same clients (its server CPU per call is the floor any MCP face built on the SDK pays), and
-the clients' own CPU per call.
+measures each protocol without lwm: an MCP server of the same SDK and transport settings whose tool answers at
+once, and an openenv-core server whose environment answers every step at once, driven by the same clients (their
+server CPU per call is the floor any face built on those SDKs pays), and the clients' own CPU per call.
 Targets (issue 64): served CPU <= 0.5 ms a step over direct, added p50 < 2 ms at 1 and 16 sessions.
 Usage: python benchmarks/serve_throughput.py [--latency 0.05] [--steps 400] [--sessions 1 16 64]
 """
@@ -165,6 +165,33 @@ def ready(url: str, seconds: float = 60) -> None:
             time.sleep(0.2)
 
 
+def floor_openenv(port: int) -> None:
+    """OpenEnv's own cost, for comparison: an ``openenv-core`` server (same ``create_fastapi_app``, the same action and
+    observation types as ``lwm serve openenv``) whose environment answers every step at once. Runs in a child
+    process."""
+    import uvicorn
+    from openenv.core.env_server import ConcurrencyConfig, Environment, State, create_fastapi_app
+
+    from lwm.serve.openenv import LwmAction, LwmObservation
+
+    class Echo(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **_: Any) -> LwmObservation:
+            return LwmObservation(text="ready")
+
+        def step(self, action: LwmAction, timeout_s: float | None = None, **_: Any) -> LwmObservation:
+            return LwmObservation(text=f"ran {action.action}")
+
+        @property
+        def state(self) -> State:
+            return State()
+
+    app = create_fastapi_app(Echo, LwmAction, LwmObservation,
+                             concurrency_config=ConcurrencyConfig(max_concurrent_envs=256, session_timeout=900))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical")
+
+
 def floor_mcp(port: int) -> None:
     """The MCP SDK's own cost, for comparison: a server of the same SDK and transport settings as ``lwm serve mcp``
     (low-level ``Server``, streamable HTTP, JSON answers) whose one tool answers at once. Runs in a child process."""
@@ -204,12 +231,16 @@ def main() -> None:
         model = ["--model", "openai:scripted", "--base-url", base_url]
         procs = [start(["testserver", "--port", str(model_port), "--latency", str(args.latency)],
                        f"{base_url}/models", env)]
-        floor_port = free_port()
-        floor = multiprocessing.Process(target=floor_mcp, args=(floor_port,), daemon=True)
+        mcp_floor_port, openenv_floor_port = free_port(), free_port()
+        floor = multiprocessing.Process(target=floor_mcp, args=(mcp_floor_port,), daemon=True)
+        openenv_floor = multiprocessing.Process(target=floor_openenv, args=(openenv_floor_port,), daemon=True)
         floor.start()
-        floor_url, floors = f"http://127.0.0.1:{floor_port}/mcp", []
+        openenv_floor.start()
+        floor_url, floors = f"http://127.0.0.1:{mcp_floor_port}/mcp", []
+        openenv_floor_url = f"http://127.0.0.1:{openenv_floor_port}"
         try:
             ready(floor_url)
+            ready(f"{openenv_floor_url}/health")
             procs.append(start(["serve", "openenv", "--domain", "terminal", *model, "--port", str(openenv_port),
                                 "--max-sessions", "256", "--max-turns", "100000"],
                                f"http://127.0.0.1:{openenv_port}/health", env))
@@ -228,7 +259,10 @@ def main() -> None:
                          measured(procs[1].pid, openenv_clients, openenv_url, sessions, steps)),
                         ("mcp", measured(None, direct, base_url, sessions, steps, "mcp", tools),
                          measured(procs[2].pid, mcp_clients, mcp_url, sessions, steps))]
-                floors.append((sessions, measured(floor.pid, mcp_clients, floor_url, sessions, steps), rows[1][2]))
+                floors.append(("openenv", sessions, measured(openenv_floor.pid, openenv_clients, openenv_floor_url,
+                                                             sessions, steps), rows[0][2]))
+                floors.append(("mcp", sessions, measured(floor.pid, mcp_clients, floor_url, sessions, steps),
+                               rows[1][2]))
                 for face, (d, d_wall, d_cpu, _), (s, s_wall, s_cpu, _) in rows:
                     table.add_row(face, str(sessions), str(len(s)), f"{len(d) / d_wall:.1f}", f"{len(s) / s_wall:.1f}",
                                   f"{pct(d, 50):.1f}", f"{pct(s, 50):.1f}", f"{pct(d, 99):.1f}", f"{pct(s, 99):.1f}",
@@ -239,16 +273,17 @@ def main() -> None:
             console.print("direct CPU: this process running SimEnv.step; server CPU: the serving process (world "
                           "model client, session, protocol), so their difference is the serving layer's own CPU "
                           "cost per step, apart from the clients'.")
-            protocol = Table(title="what the MCP protocol costs without lwm: the same SDK's server answering at once")
-            for column in ("sessions", "floor p50 ms", "floor server CPU ms/call", "floor clients' CPU ms/call",
-                           "lwm served clients' CPU ms/step"):
+            protocol = Table(title="what each protocol costs without lwm: the same SDK's server answering at once")
+            for column in ("face", "sessions", "floor p50 ms", "floor server CPU ms/call",
+                           "floor clients' CPU ms/call", "lwm served clients' CPU ms/step"):
                 protocol.add_column(column, justify="right")
-            for sessions, (f, _, f_cpu, f_client), (s, _, _, s_client) in floors:
-                protocol.add_row(str(sessions), f"{pct(f, 50):.1f}", f"{f_cpu / len(f) * 1000:.2f}",
+            for face, sessions, (f, _, f_cpu, f_client), (s, _, _, s_client) in floors:
+                protocol.add_row(face, str(sessions), f"{pct(f, 50):.1f}", f"{f_cpu / len(f) * 1000:.2f}",
                                  f"{f_client / len(f) * 1000:.2f}", f"{s_client / len(s) * 1000:.2f}")
             console.print(protocol)
         finally:
             floor.terminate()
+            openenv_floor.terminate()
             for proc in procs:
                 proc.terminate()
                 proc.wait(10)

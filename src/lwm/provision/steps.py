@@ -77,6 +77,5 @@ def _run_once(argv: list[str], deadline: float, env: dict[str, str] | None, cwd:
         kill_group(proc)
         raise
     finally:
-        reaper.proc.kill()  # the step is over either way: the watchdog's kill is not needed
-        reaper.proc.wait()
+        reaper.stop()  # the step is over either way: the watchdog's kill is not needed
     return proc.returncode, out or ""

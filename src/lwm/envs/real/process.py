@@ -8,6 +8,7 @@ its files, so a killed collection leaves no processes, sockets or folders behind
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -120,17 +121,23 @@ def kill_group(proc: subprocess.Popen) -> None:
 class Reaper:
     """A watchdog for one episode: when this process dies it runs ``commands`` and removes ``paths``.
 
-    It is a tiny shell loop in its own session (so a signal to lwm's group does not take it first);
-    ``close()`` does the same cleanup now and stops the watchdog."""
+    It is a tiny shell loop in its own session (so a signal to lwm's group does not take it first), and a
+    grandchild of lwm's, not a child: a supervisor that kills a dying process's children (a Ray worker exiting
+    because its node died kills its child processes) cannot take it before it cleans up (its parent, a shell
+    that waits for it, is what such a supervisor kills). ``close()`` does the same cleanup now and stops it."""
 
     def __init__(self, paths: list[Path | str] = (), commands: list[str] = ()):
         self.paths = [str(p) for p in paths]
         self.commands = list(commands)
         cleanup = "; ".join([*(f"{c} >/dev/null 2>&1" for c in self.commands),
                              *(f"rm -rf -- {shlex.quote(p)}" for p in self.paths)]) or "true"
-        script = f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; {cleanup}"
-        self.proc = subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        watch = f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; {cleanup}"
+        self.proc = subprocess.Popen(["sh", "-c", f"sh -c {shlex.quote(watch)} </dev/null >/dev/null 2>&1 & "
+                                      "echo $!; wait"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+        assert self.proc.stdout is not None
+        self.watchdog = int(self.proc.stdout.readline())
+        self.proc.stdout.close()
 
     def close(self) -> None:
         """Clean up now: run its commands, remove its paths, then end the watchdog. In that order: a process
@@ -150,6 +157,15 @@ class Reaper:
                 if not target.exists() and not target.is_symlink():
                     break
                 time.sleep(0.1)
+        self.stop()
+
+    def stop(self) -> None:
+        """End the watchdog without cleaning up (what it guarded is over, or closed already)."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.watchdog, signal.SIGKILL)
+            try:
+                self.proc.wait(5)  # the waiting shell ends with its watchdog
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
