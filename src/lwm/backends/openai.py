@@ -2,8 +2,8 @@
 
 Talks the wire format directly over aiohttp (a request costs its client ~0.6 ms of CPU where httpx2 takes
 ~2 ms: on a small machine at concurrency 32 that is what a run waits for) so that every failure mode is ours
-to handle: a bounded
-number of concurrent requests, a hard deadline per attempt (a trickling response cannot hang a run),
+to handle: a bounded number of concurrent requests, a hard deadline per attempt (a trickling response cannot
+hang a run),
 retries with exponential backoff and jitter on 429, 5xx, dropped connections, timeouts and malformed
 bodies (honouring ``Retry-After``), and a clear error for everything that retrying cannot fix.
 

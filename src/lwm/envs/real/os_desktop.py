@@ -78,7 +78,7 @@ def main():
     deadline = time.monotonic() + 15
     while not Path("/tmp/.X11-unix/X0").exists():
         if time.monotonic() > deadline or procs[0].poll() is not None:
-            print(json.dumps({"error": f"Xvfb did not start (exit code {procs[0].poll()})"}), flush=True)
+            print(json.dumps({"id": 0, "error": f"Xvfb did not start (exit code {procs[0].poll()})"}), flush=True)
             return
         time.sleep(0.02)
     bus = spawn(procs, ["dbus-daemon", "--session", "--nofork", "--print-address=1",
@@ -88,12 +88,12 @@ def main():
     time.sleep(0.3)
     for app in config["apps"]:
         spawn(procs, [app], cwd=os.environ["HOME"])
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 40  # within the caller's 60 s: a loaded machine starts apps slowly
     text = tree(config["tree_script"])
     while not all(f"application '{app}'" in text for app in config["apps"]):
         if time.monotonic() > deadline:
-            print(json.dumps({"error": f"applications {config['apps']} did not appear in the accessibility tree"}),
-                  flush=True)
+            print(json.dumps({"id": 0, "error": f"applications {config['apps']} did not appear in the accessibility "
+                                                "tree within 40 s"}), flush=True)
             return
         time.sleep(0.2)
         text = tree(config["tree_script"])
