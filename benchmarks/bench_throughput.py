@@ -71,12 +71,17 @@ def samples(count: int) -> list[BenchSample]:
     return out
 
 
+def request_body(sample: BenchSample) -> dict:
+    """The request every runner sends for a sample (lwm's own, with the same settings, sends the same)."""
+    return {"model": "scripted", "messages": sample.conversation().messages(), "temperature": 0.0,
+            "max_tokens": 2048, "seed": 0}
+
+
 def sequential(items: list[BenchSample], base_url: str) -> dict[str, str]:
     predictions = {}
     with httpx.Client(base_url=base_url, timeout=60) as client:
         for s in items:
-            body = {"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
-                    "max_tokens": 2048, "seed": 0}
+            body = request_body(s)
             text = client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"]
             predictions[s.id] = parse_answer(text).content
     return predictions
@@ -84,8 +89,7 @@ def sequential(items: list[BenchSample], base_url: str) -> dict[str, str]:
 
 async def bare_httpx(items: list[BenchSample], base_url: str, concurrency: int) -> float:
     """Seconds for the same requests from a bare httpx2 client: no lwm between the loop and the socket."""
-    bodies = [{"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
-               "max_tokens": 2048, "seed": 0} for s in items]
+    bodies = [request_body(s) for s in items]
     limit = asyncio.Semaphore(concurrency)
     pool = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=pool) as client:
@@ -100,8 +104,7 @@ async def bare_httpx(items: list[BenchSample], base_url: str, concurrency: int) 
 
 async def bare_aiohttp(items: list[BenchSample], base_url: str, concurrency: int) -> float:
     """Seconds for the same requests from a bare aiohttp client (lwm's transport), each answer read as JSON."""
-    bodies = [{"model": "scripted", "messages": s.conversation().messages(), "temperature": 0.0,
-               "max_tokens": 2048, "seed": 0} for s in items]
+    bodies = [request_body(s) for s in items]
     limit = asyncio.Semaphore(concurrency)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as client:
         async def one(body: dict) -> None:

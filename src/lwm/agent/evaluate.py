@@ -79,7 +79,7 @@ def run_tasks(chosen: Sequence[Task], mode: str, policy_spec: str, world_model: 
                      policy_options or {}, world_model_tokens, control, tuple(world_model_retrieve))
                for start in range(0, len(chosen), batch)]
     if executor == "ray":
-        return _run_on_cluster(batches, policy.name, store, done, status)
+        return _run_on_cluster(batches, policy.name, store, done, status, sandboxed=mode == "real")
     wm = get_world_model(world_model, max_tokens=world_model_tokens,
                          retrieve=[Path(p) for p in world_model_retrieve] or None) if mode == "sim" else None
     spec = ControlSpec.load(control) if control else None
@@ -123,24 +123,22 @@ def run_batch(job: Batch) -> tuple[list[EvalRow], list[Trajectory]]:
 
 
 def _run_on_cluster(batches: list[Batch], policy: str, store: TrajectoryStore | None,
-                    done: Callable[[list[EvalRow]], None] | None, status: Callable[[str], Any]) -> list[EvalRow]:
+                    done: Callable[[list[EvalRow]], None] | None, status: Callable[[str], Any],
+                    sandboxed: bool) -> list[EvalRow]:
     """Batches as Ray tasks; rows and trajectories written here, once, as each batch ends; rows returned in task
     order. A batch that failed on every try gives its episodes an error row (a rerun of the eval runs them)."""
-    stored = store.finished_ids() if store is not None else set()
     by_batch: dict[int, list[EvalRow]] = {}
     index = {id(job): i for i, job in enumerate(batches)}
     total = sum(len(job.tasks) for job in batches)
     with status(f"{total} episodes in {len(batches)} batches on the Ray cluster..."):
-        for job, outcome in remote_map(run_batch, batches, sandboxed=batches[0].mode == "real" if batches else False):
+        for job, outcome in remote_map(run_batch, batches, sandboxed=sandboxed):
             if isinstance(outcome, BaseException):
                 rows = [EvalRow(task=t.id, domain=t.domain, family=t.family, mode=job.mode, policy=policy,
                                 reward=0.0, error=f"{type(outcome).__name__}: {outcome}"[:500]) for t in job.tasks]
             else:
                 rows, trajectories = outcome
-                for trajectory in trajectories:
-                    if store is not None and trajectory.id not in stored:
-                        store.append(trajectory)
-                        stored.add(trajectory.id)
+                for trajectory in trajectories if store is not None else ():
+                    store.append_once(trajectory)
             by_batch[index[id(job)]] = rows
             if done:
                 done(rows)

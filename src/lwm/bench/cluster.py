@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lwm.bench.protocol import PublishedProtocol
-from lwm.bench.rows import RESULT_FIELDS, Prediction
-from lwm.bench.run import Tick, bounded, pending_inference, predictions, predictor, schedule
+from lwm.bench.rows import Prediction
+from lwm.bench.run import Tick, blank_row, bounded, pending_inference, predictions, predictor, schedule
 from lwm.bench.samples import BenchSample
 from lwm.model_options import ModelOptions, world_model
 from lwm.rollout.cluster import remote_map
@@ -76,5 +75,4 @@ async def infer_on_cluster(samples: list[BenchSample], options: ModelOptions, ou
 
 def failed(sample: BenchSample, exc: BaseException) -> Prediction:
     """A row for a sample whose shard never came back (not ``ok``: the next run predicts it again)."""
-    row: dict[str, Any] = sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True)
-    return Prediction.model_validate({**row, "error_message": f"{type(exc).__name__}: {exc}"[:500]})
+    return blank_row(sample).model_copy(update={"error_message": f"{type(exc).__name__}: {exc}"[:500]})

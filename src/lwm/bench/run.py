@@ -75,6 +75,11 @@ def pending_inference(samples: list[BenchSample], out: Path) -> list[BenchSample
     return [s for s in samples if s.key not in done]
 
 
+def blank_row(sample: BenchSample) -> Prediction:
+    """A sample's prediction row before it is predicted: the sample's own fields, none of a result's."""
+    return Prediction.model_validate(sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True))
+
+
 def predictor(wm: WorldModel, budgets: dict[str, int] | None = None,
               protocol: PublishedProtocol | None = None) -> Callable[[BenchSample], Awaitable[Prediction]]:
     """How one sample is predicted and made a row, here or on a cluster's node. ``budgets`` gives a domain's answer
@@ -95,7 +100,7 @@ def predictor(wm: WorldModel, budgets: dict[str, int] | None = None,
 
     async def one(sample: BenchSample) -> Prediction:
         started = time.perf_counter()
-        row = Prediction.model_validate(sample.model_dump(exclude=RESULT_FIELDS, exclude_none=True))
+        row = blank_row(sample)
         try:
             obs = await predict(sample)
             tag = protocol.answer_tag(sample.domain) if protocol else OBSERVATION_TAG

@@ -200,7 +200,6 @@ def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResu
     """Episodes as Ray tasks, at most a node's ``lwm_sandbox`` slots at once on each node; every trajectory is
     written here, once, into the collection's store."""
     stores = {out: TrajectoryStore(out) for out in {spec.out for spec in specs}}
-    stored = {out: store.finished_ids() for out, store in stores.items()}
     try:
         for spec, outcome in remote_map(collect_remote, specs, workers=workers, sandboxed=True):
             if isinstance(outcome, BaseException):
@@ -208,9 +207,7 @@ def _run_ray(specs: list[EpisodeSpec], workers: int, done: Callable[[EpisodeResu
                 continue
             result, trajectories = outcome
             for trajectory in trajectories:
-                if trajectory.id not in stored[spec.out]:
-                    stores[spec.out].append(trajectory)
-                    stored[spec.out].add(trajectory.id)
+                stores[spec.out].append_once(trajectory)
             done(result)
     finally:
         for store in stores.values():

@@ -36,6 +36,9 @@ def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> 
 class TrajectoryStore:
     """A collection folder: the trajectories finished so far."""
 
+    _ids: set[str] | None = None
+    """The ids stored, read once by ``append_once``."""
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -53,6 +56,16 @@ class TrajectoryStore:
 
     def append(self, trajectory: Trajectory) -> None:
         self.file.append(trajectory)
+
+    def append_once(self, trajectory: Trajectory) -> bool:
+        """Append unless a trajectory of that id is stored already (a retried Ray task's); whether it was."""
+        if self._ids is None:
+            self._ids = self.finished_ids()
+        if trajectory.id in self._ids:
+            return False
+        self.append(trajectory)
+        self._ids.add(trajectory.id)
+        return True
 
     def close(self) -> None:
         self.file.close()

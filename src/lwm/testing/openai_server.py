@@ -104,8 +104,8 @@ class ScriptedServer:
 
     # --- the app -----------------------------------------------------------------------------
     def _make_app(self) -> Any:
-        """A plain Starlette app: FastAPI's layers cost this server ~0.4 ms of CPU a request, which a benchmark
-        running client and server on two cores would count against the client."""
+        """A plain Starlette app: FastAPI's layers add CPU to every request (a few tenths of a ms here, noisy),
+        which a benchmark running client and server on two cores would count against the client."""
         async def models(request: Request) -> Response:
             return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model",
                                                              "max_model_len": 32768}]})
