@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -217,8 +218,9 @@ def new_work_folder(prefix: str, disk_mb: int | None, paths: list[Path] = (), co
     watchdog (``Reaper``), which runs ``commands``, releases the folder's filesystem and removes ``paths`` and the
     folder when the episode closes or lwm dies. The watchdog starts before the filesystem is made: a collection
     killed while an episode started once left the image and folder behind."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder = Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(4)}"
     image = folder.with_name(f".{folder.name}.img")
     reaper = Reaper([*paths, folder], [*commands, *(_release_commands(folder, image) if disk_mb else [])])
+    folder.mkdir(mode=0o700)  # after the watchdog: a process killed in between leaves nothing behind
     DiskQuota.mount(folder, disk_mb, image)
     return folder, reaper
