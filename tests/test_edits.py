@@ -166,5 +166,16 @@ def test_an_edit_of_a_retrieved_example_that_brings_another_sessions_page_is_sai
         obs, _, _, _, info = env.step(action)
         assert obs == after and info["edit"]["base"] == "example 1"
         assert bool(info["edit"].get("unrelated")) is unrelated
+        # asked again (a resample, then without examples) and the same page came back: kept, and said
+        assert ((info.get("form") or {}).get("unrelated") == "kept") is unrelated
         assert ("it edited retrieved example 1" in answer_note(info)) is unrelated
         assert ("edit of an unrelated example" in _answers([{"edit": info["edit"]}])) is unrelated
+    # a second answer that edits the session's own screen replaces the pasted page
+    index = TransitionIndex.of([Transition("terminal", "other", "t-other", 1, action, "user@sandbox:~$", manual)])
+    wm = WorldModel(MockBackend(["<predicted_observation>@edit example 1</predicted_observation>",
+                                 "<predicted_observation>user@sandbox:~$ ls\nnotes.txt</predicted_observation>"]),
+                    cache=False, retriever=index, edits=True)
+    env = SimEnv(wm, "terminal")
+    env.reset(seed=0)
+    obs, _, _, _, info = env.step(action)
+    assert obs == "user@sandbox:~$ ls\nnotes.txt" and info["form"]["unrelated"] == "resampled"

@@ -5,6 +5,7 @@ from lwm.conversation import Conversation
 from lwm.domains import get_domain
 from lwm.forms import (
     answer_note,
+    echoes,
     expects_json,
     html_text,
     is_error,
@@ -45,6 +46,7 @@ def test_truncation_marks_html_and_json_are_recognised():
     # evidence before the declared schema: a server that declares one may still answer text
     assert not expects_json(["Allowed directories:\n/work"], [], True)
     assert not expects_json([], ["Allowed directories:\n/work"], True)
+    assert is_html("<!-- no results -->") and not is_html("<3 results")
     assert is_error("Error: ENOENT: no such file") and is_error("MCP error -32602: bad") and not is_error('{"e": 1}')
     assert answer_note({"finish_reason": "loop", "form": {"loop": {"period": 3, "cut": 40}}}).startswith("the answer")
     assert answer_note({"finish_reason": "stop"}) == ""
@@ -162,3 +164,55 @@ def test_a_web_session_of_accessibility_trees_is_not_answered_with_markup():
     assert answer(MockBackend([tagged(page)]), session(html_page)).content == page
     first = Conversation("You simulate a browser.", [], web.render_action(Action(content="goto('x')"), 1))
     assert answer(MockBackend([tagged(page)]), first).content == page
+
+
+def test_a_none_an_empty_result_or_an_error_does_not_turn_the_json_rule_off():
+    """An outside session of unseen Python tools had JSON results and two tools that return nothing (``None``): the
+    rule went off after the ``None`` and the model answered paths, command lines and markup. What says nothing of
+    a tool's form is passed over, and a tool never called goes by the session's other tools' results."""
+    assert expects_json(['{"x": 1}', "None"], [], False) and expects_json(['[1, 2]', "", "null"], [], False)
+    assert expects_json(['{"x": 1}', "Error: KeyError: 'y'"], [], False)
+    assert not expects_json(["plain text", "None"], [], False)
+    assert expects_json(["None"], [], True)  # nothing told: the schema decides
+    # a tool never called: the session's other results, when at least two tell and every one is JSON
+    assert expects_json([], [], False, ['{"a": 1}', "None", "[3]"])
+    assert not expects_json([], [], False, ['{"a": 1}', "None"])  # one result is not enough to go by
+    assert not expects_json([], [], False, ['{"a": 1}', "hello", "[3]"])
+    assert not expects_json(["text"], [], False, ['{"a": 1}', "[3]"])  # the tool's own result comes first
+
+
+def test_an_answer_that_writes_the_action_back_is_an_echo():
+    call = '{\n  "name": "push", "arguments": {"item": "milk", "qty": 2}\n}'
+    assert echoes('{"item": "milk", "qty": 2}', call) and echoes('{"name": "push", "arguments": {"item": "milk", '
+                                                                  '"qty": 2}}', call)
+    assert echoes("ls -la", "ls -la") and not echoes("", call)
+    assert not echoes('"milk"', call) and not echoes('{"item": "milk"}', call)  # one argument back may be the result
+    assert not echoes("{}", '{"name": "pop", "arguments": {}}')
+
+
+ECHO_CALL = {"name": "push", "arguments": {"item": "milk"}}
+
+
+def test_an_echoed_action_is_sampled_again_then_asked_for_as_json_and_said():
+    echo = tagged('{"item": "milk"}')
+    obs = complete(MockBackend([echo, tagged("Pushed milk")]), conv(ECHO_CALL))
+    assert obs.content == "Pushed milk" and obs.metadata["form"]["echo"] == "resampled"
+    # where the session's results say JSON, the second answer is JSON-constrained
+    pairs = [({"name": "size", "arguments": {}}, '{"size": 0}'), ({"name": "peek", "arguments": {}}, "None"),
+             ({"name": "list", "arguments": {}}, "[]"), ({"name": "clear", "arguments": {}}, '{"cleared": 0}')]
+    configs: list[GenerateConfig] = []
+    backend = MockBackend(lambda m: '{"size": 1}' if configs[-1].json_only else echo)
+    original = backend.generate
+
+    async def spy(messages, config):
+        configs.append(config)
+        return await original(messages, config)
+
+    backend.generate = spy
+    obs = complete(backend, conv(ECHO_CALL, pairs))
+    assert obs.content == '{"size": 1}' and obs.metadata["form"] == {"echo": "json"}
+    assert [c.json_only for c in configs] == [False, True]
+    # an echo again is kept, and said
+    obs = complete(MockBackend([echo]), conv(ECHO_CALL))
+    assert obs.content == '{"item": "milk"}' and obs.metadata["form"]["echo"] == "kept"
+    assert "wrote the action back" in answer_note(obs.metadata)

@@ -9,9 +9,15 @@ and counted (``Form``, which goes into the observation's metadata as ``form``):
   when it cuts an example and no real environment prints).
 - it answers **HTML** (``<pre><code class=...>``) where the environment's observations are text or JSON: a
   resample is asked for, and if that is HTML too, the markup is removed (``html_text``).
-- it answers **something other than JSON where the result is JSON** (the tool's earlier result in the
-  session, its ``outputSchema``, or every retrieved result of the same tool is JSON): the model is asked
-  again with JSON-constrained decoding (a grammar in llama.cpp, ``response_format`` on OpenAI servers).
+- it answers **something other than JSON where the result is JSON** (``expects_json``: the tool's earlier
+  result in the session, every retrieved result of the same tool, its ``outputSchema``, or, for a tool not
+  called yet, every other result of the session; a ``None``, an empty result or an error says nothing either
+  way): the model is asked again with JSON-constrained decoding (a grammar in llama.cpp, ``response_format``
+  on OpenAI servers). A path or markup where the result is JSON is caught by the same rule.
+- it **echoes the action** (``echoes``: the call itself, or its arguments, written back as the result): a
+  resample, then JSON-constrained decoding where the result is JSON.
+- an edit of a retrieved example **pastes another session's page** (``unrelated``): a resample, then the
+  question asked without retrieved examples.
 - the answer is **empty** (nothing in the answer block, or an edit with nothing to edit): see
   ``lwm.edits.apply_answer``'s fallbacks, then a resample.
 """
@@ -34,7 +40,7 @@ LOOP_MIN_REPEATS = 3
 """Copies of the unit after the first that make a loop (so four in all)."""
 LOOP_MAX_PERIOD = 200
 TRUNCATION_MARK = re.compile(r"\n?^\[\.\.\.\][ \t]*$", re.MULTILINE)
-_HTML = re.compile(r"^\s*(?:```html\s*)?<(?:pre|code|html|div|p|span|body|table|ul|ol|h[1-6]|!doctype)\b",
+_HTML = re.compile(r"^\s*(?:```html\s*)?<(?:(?:pre|code|html|div|p|span|body|table|ul|ol|h[1-6]|!doctype)\b|!--)",
                    re.IGNORECASE)
 
 
@@ -137,16 +143,49 @@ def wants_html(observations: Sequence[str], html_pages: bool = False) -> bool:
     return any(is_html(o) for o in seen) or (html_pages and not seen)
 
 
-def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_schema: bool) -> bool:
-    """Whether a tool call's result is JSON, by the nearest evidence: the tool's latest result in this session,
-    else (no result yet) every retrieved result of the same tool, else its declared output schema. Evidence
-    before the schema: a server may declare one and still render text (the filesystem server declares
-    ``{"content": string}`` and answers ``Allowed directories: ...``)."""
-    if tool_results:
-        return is_json(tool_results[-1])
-    if examples:
-        return all(is_json(e) for e in examples)
-    return output_schema
+NOTHING = frozenset(("", "none", "null", "[]", "{}", '""'))
+"""Results that say nothing of a tool's form: a tool with nothing to return answers ``None``, ``null`` or nothing."""
+
+
+def telling(results: Sequence[str]) -> list[str]:
+    """The results that show a tool's form: not empty, not a bare ``None``/``null``, not an error."""
+    return [r for r in results if r.strip().lower() not in NOTHING and not is_error(r)]
+
+
+def expects_json(tool_results: Sequence[str], examples: Sequence[str], output_schema: bool,
+                 session_results: Sequence[str] = ()) -> bool:
+    """Whether a tool call's result is JSON, by the nearest evidence that tells (``telling``: a ``None``, an empty
+    result or an error does not): the tool's latest result in this session, else every retrieved result of the
+    same tool, else its declared output schema, else (a tool never seen) every result of the session's other
+    tools, where there are at least two. Evidence before the schema: a server may declare one and still render
+    text (the filesystem server declares ``{"content": string}`` and answers ``Allowed directories: ...``)."""
+    own, shown, others = telling(tool_results), telling(examples), telling(session_results)
+    if own:
+        return is_json(own[-1])
+    if shown:
+        return all(is_json(e) for e in shown)
+    if output_schema:
+        return True
+    return len(others) >= 2 and all(is_json(r) for r in others)
+
+
+def echoes(answer: str, action: str) -> bool:
+    """Whether an answer is the action written back: the same call (JSON equal to it), its arguments object, or
+    the action's own text. A tool may return one of its arguments (``textwrap.dedent``): that is not an echo;
+    the whole set of arguments as the result is."""
+    text, call = answer.strip(), action.strip()
+    if not text:
+        return False
+    if text == call:
+        return True
+    try:
+        given, sent = json.loads(text), json.loads(call)
+    except ValueError:
+        return False
+    if given == sent:
+        return True
+    arguments = sent.get("arguments") if isinstance(sent, dict) else None
+    return isinstance(arguments, dict) and len(arguments) > 0 and given == arguments
 
 
 _ERROR = re.compile(r"^\s*(?:MCP error|Error\b|Traceback)", re.IGNORECASE)
@@ -174,6 +213,11 @@ EMPTY = {"resampled": "its answer was empty; sampled again",
 """What each outcome of the empty-answer repair (``form["empty"]``) means, in words."""
 
 
+UNRELATED = {"resampled": "sampled again", "unguided": "asked again without retrieved examples",
+             "kept": "kept, as asking again gave no better"}
+ECHO = {"resampled": "sampled again", "json": "asked again for JSON", "kept": "kept, as asking again echoed too"}
+
+
 def answer_note(metadata: dict[str, Any], content: str | None = None) -> str:
     """One line on what happened to an answer beyond the ordinary (cut, fell back, repaired); "" when nothing.
     With ``content``, the note ends with the observation's length, so a cut is read against what is left."""
@@ -187,9 +231,11 @@ def answer_note(metadata: dict[str, Any], content: str | None = None) -> str:
     edit = metadata.get("edit") or {}
     if edit.get("status") == "malformed":
         said.append(f"its edit could not be applied ({edit.get('error')}); fell back")
-    if edit.get("unrelated"):
-        said.append(f"it edited retrieved {edit.get('base')}, another session's observation that shares almost "
-                    "nothing with this session's")
+    if "unrelated" in form or edit.get("unrelated"):
+        said.append(f"it edited retrieved {edit.get('base') or 'example'}, another session's observation that shares "
+                    "almost nothing with this session's; " + UNRELATED.get(form.get("unrelated", "kept"), ""))
+    if "echo" in form:
+        said.append("it wrote the action back as the result; " + ECHO.get(form["echo"], form["echo"]))
     if "json" in form:
         said.append("not JSON where the tool's results are; asked again for JSON"
                     + ("" if form["json"] == "constrained" else ", and that was not JSON either"))

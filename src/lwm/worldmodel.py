@@ -137,11 +137,6 @@ class WorldModel:
             observation = await self._guarded(conv, prompt.messages, observation, domain, config, resolve)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
-        edit = metadata.get("edit") or {}
-        own = history[-1] if history else conv.initial
-        if str(edit.get("base") or "").startswith("example") and own.strip() \
-                and forms.unrelated(observation.content, own):
-            metadata["edit"] = {**edit, "unrelated": True}  # another session's page or screen, said in the note
         if shown:
             metadata["retrieved"] = [f"{t.trajectory}-t{t.turn}" for t in shown]
         return observation.model_copy(update={"metadata": metadata})
@@ -150,23 +145,38 @@ class WorldModel:
                            domain: Domain | None, config: GenerateConfig, resolve: Callable[[str, bool], Applied],
                            history: list[str], shown: list[Any]) -> Observation:
         """The repairs that ask the model again (``lwm.forms``): JSON where the result is JSON (constrained
-        decoding), no HTML where the session has none (a resample, then the markup removed), never empty (a
-        resample, then the previous observation or the initial state). Each is said in ``metadata["form"]``."""
+        decoding), never the action echoed back, no pasted page of another session, no HTML where the session has
+        none, never empty. Each is said in ``metadata["form"]``."""
         observation, form = first, dict(first.metadata.get("form") or {})
         resample = config.model_copy(update={"temperature": max(config.temperature, 0.7),
                                              "seed": (config.seed or 0) + 7919})
-        tool = tool_name(action_text(conv.current or ""))
+        json_only = config.model_copy(update={"json_only": True})
+        action = action_text(conv.current or "")
+        tool = tool_name(action)
+        wants_json = False
         if tool is not None:
-            results = [strip_marker(a) for u, a in conv.pairs if tool_name(action_text(u)) == tool]
+            calls = [(tool_name(action_text(u)), strip_marker(a)) for u, a in conv.pairs]
             same = [t.after for t in shown if tool_name(t.action) == tool]
-            if forms.expects_json(results, same, tool in conv.json_tools) and not forms.is_json(observation.content) \
-                    and not forms.is_error(observation.content):
-                constrained = await self.generate(messages, domain, config.model_copy(update={"json_only": True}),
-                                                  resolve)
-                if forms.is_json(constrained.content):
-                    observation, form["json"] = constrained, "constrained"
-                else:
-                    form["json"] = "not json"
+            wants_json = forms.expects_json([r for name, r in calls if name == tool], same, tool in conv.json_tools,
+                                            [r for name, r in calls if name is not None and name != tool])
+        if forms.echoes(observation.content, action):
+            again = await self.generate(messages, domain, json_only if wants_json else resample, resolve)
+            if again.content.strip() and not forms.echoes(again.content, action):
+                observation, form["echo"] = again, "json" if wants_json else "resampled"
+            else:
+                form["echo"] = "kept"
+        edit = observation.metadata.get("edit") or {}
+        own = history[-1] if history else conv.initial
+        if str(edit.get("base") or "").startswith("example") and own.strip() \
+                and forms.unrelated(observation.content, own):
+            observation, form["unrelated"] = await self._related(conv, messages, observation, domain, resample,
+                                                                  resolve, own)
+        if wants_json and not forms.is_json(observation.content) and not forms.is_error(observation.content):
+            constrained = await self.generate(messages, domain, json_only, resolve)
+            if forms.is_json(constrained.content) and not forms.echoes(constrained.content, action):
+                observation, form["json"] = constrained, "constrained"
+            else:
+                form["json"] = "not json"
         html_ok = domain is None or forms.wants_html([conv.initial, *history, *(t.after for t in shown)],
                                                      domain.html_pages)
         if not html_ok and forms.is_html(observation.content):
@@ -185,12 +195,30 @@ class WorldModel:
             elif found := next(((name, text) for name, text in kept if text.strip()), None):
                 observation, form["empty"] = observation.model_copy(update={"content": found[1]}), found[0]
             else:  # nothing to copy at all: ask without lwm's guidance, for a whole answer
-                plain = await self.generate(fit(conv, self.budget(config.max_tokens)).messages, domain, config,
-                                            resolve)
+                plain = await self._unguided(conv, domain, config, resolve)
                 observation, form["empty"] = plain, "unguided" if plain.content.strip() else "none"
         if form:
             observation = observation.model_copy(update={"metadata": {**observation.metadata, "form": form}})
         return observation
+
+    async def _unguided(self, conv: Conversation, domain: Domain | None, config: GenerateConfig,
+                        resolve: Callable[[str, bool], Applied]) -> Observation:
+        """The question asked without lwm's guidance (no edits, no retrieved examples)."""
+        return await self.generate(fit(conv, self.budget(config.max_tokens)).messages, domain, config, resolve)
+
+    async def _related(self, conv: Conversation, messages: list[Message], pasted: Observation,
+                       domain: Domain | None, resample: GenerateConfig, resolve: Callable[[str, bool], Applied],
+                       own: str) -> tuple[Observation, str]:
+        """An answer in place of one that pasted a retrieved example's page (another session's): a resample,
+        else the question asked without examples, else the pasted answer kept (and said)."""
+        again = await self.generate(messages, domain, resample, resolve)
+        if again.content.strip() and not forms.unrelated(again.content, own):
+            return again, "resampled"
+        plain = await self._unguided(conv, domain, resample.model_copy(update={"temperature": 0.0}), resolve)
+        if plain.content.strip() and not forms.unrelated(plain.content, own):
+            return plain, "unguided"
+        return pasted.model_copy(update={"metadata": {**pasted.metadata, "edit": {
+            **(pasted.metadata.get("edit") or {}), "unrelated": True}}}), "kept"
 
     def guided(self, conv: Conversation, domain: Domain | None,
                exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:

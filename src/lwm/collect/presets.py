@@ -9,6 +9,7 @@ from typing import Any
 
 from lwm.collect.explorers.programs import PROGRAMS
 from lwm.collect.runner import EpisodeSpec, plan
+from lwm.envs.real.pytools_catalog import groups as pytool_groups
 from lwm.envs.real.search_corpus import SOURCES
 from lwm.envs.real.web import START_PAGES
 from lwm.provision import swe_sdists
@@ -48,6 +49,7 @@ CORPUS_V1 = [  # six runnable domains, >= 35 trajectories each: 300 trajectories
     Part("os", 35, 8),
 ]
 AGENT_LIKE = ("filesystem", "time", "git")
+BIG_GROUPS = ("sympy", "numpy", "mpmath", "math", "operator")
 """corpus-v1's MCP parts that corpus-v2 collects again with the agent-like explorer."""
 PRESETS: dict[str, list[Part]] = {
     "corpus-v1": CORPUS_V1,
@@ -71,6 +73,11 @@ PRESETS: dict[str, list[Part]] = {
         *[Part("swe", 6, 10, {"project": str(sdist)}, sdist.name.removesuffix(".tar.gz")) for sdist in SWE_SDISTS],
         *[Part("os", 6, 8, {"apps": [app]}, app) for app in OS_APPS],
     ],
+    # Real Python APIs as MCP tools, one group (a module's functions, or one object's methods) per part: ~2,000
+    # tools, for learning a tool's result from its schema (lwm-mini v5, docs/collection.md "The tool corpus").
+    # Groups with hundreds of tools get more episodes; a group whose package is not installed fails its part.
+    "pytools": [Part("mcp", 12 if name in BIG_GROUPS else 4, 8, {"preset": f"pytools:{name}"}, name,
+                     "explorer:mcp-python") for name in pytool_groups()],
     # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
     "sample": [
         Part("terminal", 3, 8), Part("swe", 3, 8), Part("mcp", 2, 6, {"preset": "memory"}, "memory"),

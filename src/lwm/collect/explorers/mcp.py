@@ -119,6 +119,11 @@ class MCPExplorer(BaseExplorer):
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
         schema = tool.get("inputSchema") or tool.get("input_schema") or {}
+        # arguments the schema shows (JSON Schema ``examples``: lwm's Python tools take them from the docstring's
+        # calls); drawn only where there are some, so servers without them are explored exactly as before
+        examples = [e for e in schema.get("examples") or () if isinstance(e, dict)]
+        if examples and self.rng.random() < EXAMPLE_SHARE:
+            return json.loads(json.dumps(self.rng.choice(examples)))
         return self.value(schema, depth=0) if schema.get("properties") else {}
 
     def text(self) -> str:
@@ -179,3 +184,49 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+EXPRESSIONS = ("x**2 + 2*x + 1", "sin(x)*cos(x)", "x*y - 3", "(x + 1)/(x - 1)", "exp(2*x)", "x**3 - 6*x**2 + 11*x - 6",
+               "sqrt(x**2 + y**2)", "log(x) + 1", "2*x + 3*y", "x**4 - 1")
+TEXTS = ("The quick brown fox jumps over the lazy dog.", "hello world", "Hello, World! 123",
+         "name=alice; role=admin", "2024-03-15T10:30:00", "café naïve résumé", "  padded text  ",
+         "one,two,three", "https://example.org/docs/index.html?q=lwm#top", "Lorem ipsum dolor sit amet")
+EXPRESSION_NAMES = frozenset("expr f g e expression p poly eq equation func function formula".split())
+TEXT_NAMES = frozenset("s string text txt line source data value url date_string markdown html doc".split())
+OPTIONAL_SHARE = 0.15
+
+
+@register("explorer", "mcp-python")
+class PythonToolsExplorer(AgentLikeMCPExplorer):
+    """Calls lwm's Python tools (``lwm.envs.real.pytools``) as a programmer would: a docstring's own example call
+    most of the time where there is one, else the required arguments (an optional one now and then), an
+    expression where the parameter takes a formula, a sentence where it takes text, a few numbers for a
+    sequence. The schema explorer's random words and optional flags made most numpy and sympy calls errors."""
+
+    name = "mcp-python-v1"
+
+    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        schema = tool.get("inputSchema") or {}
+        examples = [e for e in schema.get("examples") or () if isinstance(e, dict)]
+        if examples and self.rng.random() < EXAMPLE_SHARE:
+            return json.loads(json.dumps(self.rng.choice(examples)))
+        required = set(schema.get("required") or ())
+        return {name: self.argument(name, spec) for name, spec in (schema.get("properties") or {}).items()
+                if name in required or self.rng.random() < OPTIONAL_SHARE}
+
+    def argument(self, name: str, spec: dict[str, Any]) -> Any:
+        kind = spec.get("type")
+        if "default" in spec and spec["default"] is not None and self.rng.random() < 0.3:
+            return spec["default"]
+        if kind == "string" and name.lower() in EXPRESSION_NAMES:
+            return self.rng.choice(EXPRESSIONS)
+        if kind == "string" and (name.lower() in TEXT_NAMES or self.rng.random() < 0.3):
+            return self.rng.choice(TEXTS)
+        if kind == "array" and (spec.get("items") or {}).get("type", "number") in ("number", "integer"):
+            return [self.rng.choice((self.rng.randint(-5, 20), round(self.rng.uniform(0, 10), 2)))
+                    for _ in range(self.rng.randint(2, 6))]
+        if kind == "integer":
+            return self.rng.randint(0, 12)
+        if kind == "number":
+            return self.rng.choice((self.rng.randint(1, 10), round(self.rng.uniform(-5, 20), 2)))
+        return self.value(spec, depth=1)

@@ -90,6 +90,7 @@ class MCPConnection:
         self.session: Any = None
         self.tools: list[dict[str, Any]] = []
         self.server_info: dict[str, Any] = {}
+        self.instructions: str | None = None
         self._owner = asyncio.run_coroutine_threadsafe(self._own(), self.loop)
         try:
             self._call(self._wait_ready())
@@ -122,6 +123,7 @@ class MCPConnection:
                 self.session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
                 init = await self.session.initialize()
                 self.server_info = init.server_info.model_dump(mode="json", exclude_none=True)
+                self.instructions = init.instructions
                 listing = await self.session.list_tools()
                 self.tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing.tools]
                 self._ready.set_result(None)
@@ -169,7 +171,19 @@ PRESETS: dict[str, MCPServer] = {
     "shell": MCPServer(str(PYPI_BIN / "mcp-shell-server"),
                        env={"ALLOW_COMMANDS": "ls,cat,echo,wc,head,tail,grep,sort,uniq,date,pwd,mkdir,touch,find"}),
 }
-"""Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder."""
+"""Servers the tests and ``lwm collect --env-option preset=NAME`` use; ``{workdir}`` is the episode's folder.
+``preset=pytools:GROUP`` is one more: real Python APIs as tools (``lwm.envs.real.pytools``)."""
+PYTOOLS = "pytools:"
+
+
+def preset_server(name: str) -> MCPServer:
+    """A preset by name: one of ``PRESETS``, or ``pytools:GROUP``."""
+    if name.startswith(PYTOOLS):
+        return MCPServer(sys.executable, ("-m", "lwm.envs.real.pytools", name.removeprefix(PYTOOLS)))
+    if name not in PRESETS:
+        raise ValueError(f"unknown MCP server preset {name!r}; known: {', '.join(PRESETS)}, {PYTOOLS}GROUP "
+                         "(python -m lwm.envs.real.pytools --list)")
+    return PRESETS[name]
 
 
 def _command_path(command: str) -> str:
@@ -192,9 +206,7 @@ class MCPEnv(TextEnv):
                  url: str | None = None, timeout: float = 30.0, sandbox: bool = True,
                  setup: list[str] | None = None, limits: Limits | dict[str, Any] = DEFAULT_LIMITS,
                  render_mode: str | None = None):
-        if preset is not None and preset not in PRESETS:
-            raise ValueError(f"unknown MCP server preset {preset!r}; known: {', '.join(PRESETS)}")
-        self.server = server or (PRESETS[preset] if preset else MCPServer(command, tuple(args or ()), url))
+        self.server = server or (preset_server(preset) if preset else MCPServer(command, tuple(args or ()), url))
         if not (self.server.command or self.server.url):
             raise ValueError("the mcp environment needs a server: a preset (--env-option preset=NAME; presets: "
                              f"{', '.join(PRESETS)}), a command (command=..., args=[...]) or a url (url=...)")
@@ -234,7 +246,10 @@ class MCPEnv(TextEnv):
         for command in self.setup:  # e.g. seed files or a git repository for the server to work on
             subprocess.run(command, shell=True, cwd=self.workdir, check=True, capture_output=True)
         self.connection = MCPConnection(self._launch_spec(), self.timeout)
-        self.context = self.context.model_copy(update={"tools": self.connection.tools})
+        update: dict[str, Any] = {"tools": self.connection.tools}
+        if self.connection.instructions:  # what the server tells every client about itself
+            update["extra"] = {**self.context.extra, "server_instructions": self.connection.instructions}
+        self.context = self.context.model_copy(update=update)
         self.trajectory = self._new_trajectory()
         return self.context.initial_state or ""
 
