@@ -9,6 +9,7 @@ and lwm-mini's median over the base's.
 
 Usage: python benchmarks/sim_session.py [--domains terminal mcp search os] [--steps 10] [--json out.json]
        [--model-a embedded] [--model-b embedded:lwm-mini] [--threads N]
+       [--model-a embedded:lwm-mini --examples-when-a every-step --examples-when kept]   # two prompt layouts
        [--model-a 'embedded?lora=OLD.gguf' --as-lwm-mini]   # an older lwm-mini against the shipped one
 """
 
@@ -87,20 +88,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model-a", default="embedded")
     parser.add_argument("--model-b", default="embedded:lwm-mini")
-    parser.add_argument("--examples-when", default=None, help="lwm-mini's retrieved examples: every-step or no-base "
-                        "(default: as its manifest says)")
+    parser.add_argument("--examples-when", default=None, help="model b's retrieved examples: every-step, no-base or "
+                        "kept (default: as its manifest says)")
+    parser.add_argument("--examples-when-a", default=None, help="the same for model a")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the backend's)")
     parser.add_argument("--json", type=Path, default=None, help="also write every step's numbers here")
     parser.add_argument("--as-lwm-mini", action="store_true", help="ask a model given as a ?lora= adapter file as "
                         "lwm-mini is asked (edits, its packaged transitions): an older lwm-mini beside the shipped one")
     args = parser.parse_args()
-    models = {"a": args.model_a, "b": args.model_b}
+    when = {"a": args.examples_when_a, "b": args.examples_when}
+    models = {k: f"{m} ({when[k]})" if when[k] else m for k, m in (("a", args.model_a), ("b", args.model_b))}
     specs = {k: f"{m}{'&' if '?' in m else '?'}n_threads={args.threads}" if args.threads else m
-             for k, m in models.items()}
+             for k, m in (("a", args.model_a), ("b", args.model_b))}
     asked = packaged_guidance("lwm-mini") if args.as_lwm_mini else {}
     guided = {k: bool(asked) and "lora=" in spec for k, spec in specs.items()}
     worlds = {k: ModelOptions(model=spec, no_cache=True, max_tokens=256,
-                              examples_when=args.examples_when if k == "b" else None,
+                              examples_when=when[k],
                               edits=True if guided[k] else None,
                               retrieve=[asked["transitions"]] if guided[k] else None).world_model()
               for k, spec in specs.items()}

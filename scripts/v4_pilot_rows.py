@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from lwm.layout import EXAMPLES_HEADING
 from lwm.parsing import OBSERVATION_TAG, extract_tag
-from lwm.retrieval import EXAMPLES_HEADING
 
 CALL = re.compile(r"```json\n(.*?)\n```", re.S)
 

@@ -136,7 +136,7 @@ def test_a_tool_call_is_shown_calls_of_the_same_tool_only_and_nothing_for_an_uns
 def test_the_prompt_points_at_the_sessions_last_call_of_the_same_tool():
     from lwm.conversation import conversation
     from lwm.domains import get_domain
-    from lwm.retrieval import guide, same_tool_turn
+    from lwm.layout import guide, same_tool_turn
 
     t = tool_session("s", "mcp:x", [("think", {"n": 1}, '{"n": 1}'), ("list", {}, "[]"), ("think", {"n": 2}, "")])
     conv = conversation(get_domain("mcp"), t.context, t.turns[:2], t.turns[2].action)

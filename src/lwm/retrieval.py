@@ -25,9 +25,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lwm.conversation import Conversation
-from lwm.edits import guidance
-from lwm.parsing import strip_marker
 from lwm.runfolder import digest
 from lwm.types import Trajectory
 
@@ -73,18 +70,6 @@ def tool_name(action: str) -> str | None:
         return None
     name = call.get("name") if isinstance(call, dict) else None
     return name if isinstance(name, str) and name else None
-
-
-def same_tool_turn(conv: Conversation) -> tuple[int, str] | None:
-    """The latest earlier turn (1-based) of the session that called the tool the current action calls, and
-    the tool's name: its result is the likeliest base for this one."""
-    name = tool_name(action_text(conv.current or ""))
-    if name is None:
-        return None
-    for k in range(len(conv.pairs), 0, -1):
-        if tool_name(action_text(conv.pairs[k - 1][0])) == name:
-            return k, name
-    return None
 
 
 def transitions(trajectories: Iterable[Trajectory], exclude_sources: Collection[str] = ()) -> list[Transition]:
@@ -336,64 +321,3 @@ def _save_part(folder: Path, domain: str, items: list[Transition], retriever: An
                                                         "digest": digest(staging / "transitions.jsonl")}))
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
-
-
-EXAMPLES_HEADING = "Real transitions recorded in similar environments"
-"""How a prompt's retrieved examples begin (a prompt without it showed none)."""
-
-
-def examples_block(examples: Sequence[Transition]) -> str:
-    """The examples as the last user message shows them, before the action (``example N`` is also an edit
-    base)."""
-    if not examples:
-        return ""
-    parts = [f"{EXAMPLES_HEADING} (for format and facts; this session's environment may differ):"]
-    for n, t in enumerate(examples, start=1):
-        before = t.before[-BEFORE_CHARS:]
-        after = t.after if len(t.after) <= AFTER_CHARS else t.after[:AFTER_CHARS] + "\n[...]"
-        parts.append(f"\n### Example {n} ({t.source})\nObservation before (end):\n{before}\nAction:\n{t.action}\n"
-                     f"Observation after:\n{after}")
-    return "\n".join(parts) + "\n\n"
-
-
-def same_tool_note(turn: int, name: str) -> str:
-    return f"Turn {turn} called `{name}` too: its observation is the likeliest base (`@edit turn {turn}`).\n\n"
-
-
-EXAMPLES_WHEN = ("every-step", "no-base")
-"""When a prompt shows retrieved transitions: at every step (as lwm-mini v3.1 was trained), or only where the
-session has nothing to copy from yet (its first turn; a tool call whose tool it has not called before)."""
-
-
-def needs_examples(conv: Conversation, when: str) -> bool:
-    """Whether this step's prompt shows retrieved transitions (``EXAMPLES_WHEN``). Examples sit in the last
-    user message, which changes every step, so each step evaluates them anew: ~650 tokens, most of a later
-    step's cost on a CPU (benchmarks/sim_session.py)."""
-    if when not in EXAMPLES_WHEN:
-        raise ValueError(f"examples when {when!r}? one of {', '.join(EXAMPLES_WHEN)}")
-    if when == "every-step" or not conv.pairs:
-        return True
-    return tool_name(action_text(conv.current or "")) is not None and same_tool_turn(conv) is None
-
-
-def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retriever: TransitionIndex | None = None,
-          examples: int = 2, exclude: Collection[str] = (), exclude_sources: Collection[str] = (),
-          when: str = "every-step") -> tuple[Conversation, list[Transition]]:
-    """``conv`` as lwm's own models are asked, and the transitions shown. How to answer with edits goes into
-    the system prompt, which stays the same from step to step (a server reuses the previous step's prefix);
-    what changes every step goes into the last user message, before the action: the retrieved real
-    transitions and, for a tool call, the earlier turn that called the same tool. Inference and training data
-    both lay prompts out through here, so a model is trained on the prompts it is asked with."""
-    import dataclasses
-
-    if conv.system is None or conv.current is None or (not edits and retriever is None):
-        return conv, []
-    shown: list[Transition] = []
-    if retriever is not None and domain is not None and needs_examples(conv, when):
-        before = strip_marker(conv.pairs[-1][1]) if conv.pairs else ""
-        shown = retriever.search(domain, action_text(conv.current), before, examples, exclude_trajectories=exclude,
-                                 exclude_sources=exclude_sources)
-    same = same_tool_turn(conv) if edits else None
-    lead = examples_block(shown) + (same_tool_note(*same) if same else "")
-    system = conv.system + (guidance(retriever is not None) if edits else "")
-    return dataclasses.replace(conv, system=system, current=lead + conv.current), shown

@@ -33,8 +33,9 @@ from lwm.domains import Domain, get_domain
 from lwm.edits import Applied, apply_answer
 from lwm.forms import CUT, Form
 from lwm.guard import Ledger
+from lwm.layout import guide
 from lwm.parsing import parse_answer, strip_marker
-from lwm.retrieval import TransitionIndex, action_text, guide, packaged_index, tool_name
+from lwm.retrieval import TransitionIndex, action_text, packaged_index, tool_name
 from lwm.types import Action, Observation, Trajectory
 
 __all__ = ["MESSAGE_OVERHEAD", "ContextOverflowError", "Prompt", "WorldModel", "run_sync"]
@@ -84,8 +85,8 @@ class WorldModel:
             retriever = packaged_index(Path(asked["transitions"]))
         self.retriever: TransitionIndex | None = retriever if isinstance(retriever, TransitionIndex) else None
         self.examples = examples
-        # Retrieved examples at every step, or only where the session has nothing to copy from yet (lwm.retrieval
-        # .EXAMPLES_WHEN); None: as the model's manifest says, else every step.
+        # Where retrieved examples go (lwm.layout.EXAMPLES_WHEN: every step, only where the session has nothing to
+        # copy from yet, or kept where first shown); None: as the model's manifest says, else every step.
         self.examples_when = examples_when or asked.get("examples_when") or "every-step"
 
     # --- messages ------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ class WorldModel:
 
     def guided(self, conv: Conversation, domain: Domain | None,
                exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:
-        """``conv`` with lwm's own guidance (``lwm.retrieval.guide``: how to answer with edits in the system
+        """``conv`` with lwm's own guidance (``lwm.layout.guide``: how to answer with edits in the system
         prompt; the retrieved real transitions in the last user message), and the transitions shown."""
         return guide(conv, domain.name if domain else None, edits=self.edits, retriever=self.retriever,
                      examples=self.examples, exclude=exclude, when=self.examples_when)

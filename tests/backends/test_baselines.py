@@ -34,7 +34,9 @@ def test_every_rule_judged_report_shows_skill_over_copy_last(tmp_path):
         skills[model] = json.loads((out / "scores.json").read_text())["skill_over_copy_last"]
     itself = skills["copy-last"]
     assert itself["overall"]["samples"] > 100 and all(e["skill"] == 0.0 for e in itself["domains"].values())
-    assert skills["echo-action"]["overall"]["skill"] < -10
+    assert itself["overall"]["se"] == 0.0  # paired: every sample's difference is 0
+    echo = skills["echo-action"]["overall"]
+    assert echo["skill"] < -10 and 0 < echo["se"] < -echo["skill"] / 2  # the paired s.e. says it is no accident
 
 
 def test_copy_retrieved_answers_the_nearest_real_transition_never_the_sessions_own():

@@ -4,7 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from lwm.retrieval import EXAMPLES_HEADING
+from lwm.layout import EXAMPLES_HEADING
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "v4_pilot_rows.py"
 spec = importlib.util.spec_from_file_location("v4_pilot_rows", SCRIPT)

@@ -19,6 +19,7 @@ from lwm.bench.samples import BenchSample
 from lwm.bench.scorer import RuleScorer
 from lwm.bench.summary import domain_of, normalize
 from lwm.parsing import published_output
+from lwm.stats import standard_error
 
 
 def copy_last_totals(samples: dict[str, BenchSample]) -> dict[str, float]:
@@ -71,8 +72,9 @@ def skill_over(rows: list[dict[str, Any]], baseline: dict[str, float], floor: st
 
     def entry(items: list[tuple[float, float]]) -> dict[str, Any]:
         model, base = mean(m for m, _ in items), mean(b for _, b in items)
+        se = standard_error([m - b for m, b in items])  # paired: the same samples, both judged alike
         return {"samples": len(items), "model": round(model, 2), floor: round(base, 2),
-                "skill": round(model - base, 2)}
+                "skill": round(model - base, 2), "se": None if se is None else round(se, 2)}
 
     every = [p for items in pairs.values() for p in items]
     return {"domains": {d: entry(items) for d, items in sorted(pairs.items())},

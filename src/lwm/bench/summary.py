@@ -149,11 +149,12 @@ FLOORS = {"copy_last": "copy-last (turns 2+: the previous real observation as th
 
 def skill_table(skill: dict[str, Any], floor: str = "copy_last") -> Table:
     table = Table(title=f"skill over {FLOORS[floor]}")
-    for col in ("domain", "samples", "model", floor.replace("_", "-"), "skill"):
+    for col in ("domain", "samples", "model", floor.replace("_", "-"), "skill (± paired s.e.)"):
         table.add_column(col, justify="left" if col == "domain" else "right")
     rows = [*skill["domains"].items(), *([("Overall", skill["overall"])] if skill["overall"] else [])]
     for domain, e in rows:
         colour = "green" if e["skill"] > 0 else "red"
+        se = f" ± {e['se']:.2f}" if e.get("se") is not None else ""
         table.add_row(domain_title(domain), str(e["samples"]), f"{e['model']:.2f}", f"{e[floor]:.2f}",
-                      f"[{colour}]{e['skill']:+.2f}[/]")
+                      f"[{colour}]{e['skill']:+.2f}[/]{se}")
     return table

@@ -111,6 +111,8 @@ def build_cmd(
     retrieve: Annotated[bool, typer.Option("--retrieve", help="sft/rl: show each prompt the nearest real "
                                            "transitions of the inputs (never the row's own trajectory).")] = False,
     examples: Annotated[int, typer.Option(help="With --retrieve: transitions per prompt.")] = 2,
+    examples_when: Annotated[str, typer.Option(help="With --retrieve: every-step (in the last user message), "
+                                               "no-base, or kept (where first shown, kept after).")] = "every-step",
 ) -> None:
     """Build a training set for one stage, in the layout the WorldModel uses at inference."""
     console = Console()
@@ -122,7 +124,7 @@ def build_cmd(
 
         with console.status("indexing the inputs' transitions for --retrieve"):
             index = TransitionIndex.build(trajectories) if retrieve else None
-        guided = Guidance(edits=edits, retriever=index, examples=examples)
+        guided = Guidance(edits=edits, retriever=index, examples=examples, examples_when=examples_when)
     heldout_ids = {t.id for t in read_trajectories(heldout)} if heldout else set()
     skipped: list[str] = []
     try:

@@ -44,8 +44,9 @@ NoRetrieve = Annotated[bool, typer.Option("--no-retrieve", help="Show no retriev
                                           "model's own.")]
 Examples = Annotated[int, typer.Option(help="With --retrieve: how many real transitions each prompt shows.")]
 ExamplesWhen = Annotated[str | None, typer.Option(
-    help="When prompts show retrieved transitions: every-step, or no-base (only where the session has nothing "
-         "to copy from yet: its first turn, a tool's first call). Default: as the model's manifest says.",
+    help="When prompts show retrieved transitions: every-step, no-base (only where the session has nothing "
+         "to copy from yet: its first turn, a tool's first call), or kept (where first retrieved, kept there after: "
+         "a step costs only its new tokens). Default: as the model's manifest says.",
     show_default=False)]
 _DECLARED = {"model": Model, "base_url": BaseUrl, "api_key": ApiKey, "temperature": Temperature, "seed": Seed,
              "max_tokens": MaxTokens, "prompts_dir": PromptsDir, "no_cache": NoCache, "timeout": Timeout,

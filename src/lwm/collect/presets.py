@@ -49,7 +49,6 @@ CORPUS_V1 = [  # six runnable domains, >= 35 trajectories each: 300 trajectories
     Part("os", 35, 8),
 ]
 AGENT_LIKE = ("filesystem", "time", "git")
-BIG_GROUPS = ("sympy", "numpy", "mpmath", "math", "operator")
 """corpus-v1's MCP parts that corpus-v2 collects again with the agent-like explorer."""
 PRESETS: dict[str, list[Part]] = {
     "corpus-v1": CORPUS_V1,
@@ -75,8 +74,8 @@ PRESETS: dict[str, list[Part]] = {
     ],
     # Real Python APIs as MCP tools, one group (a module's functions, or one object's methods) per part: ~2,000
     # tools, for learning a tool's result from its schema (lwm-mini v5, docs/collection.md "The tool corpus").
-    # Groups with hundreds of tools get more episodes; a group whose package is not installed fails its part.
-    "pytools": [Part("mcp", 12 if name in BIG_GROUPS else 4, 8, {"preset": f"pytools:{name}"}, name,
+    # A module with hundreds of tools is served in slices; a group whose package is not installed fails its part.
+    "pytools": [Part("mcp", 4, 8, {"preset": f"pytools:{name}"}, name,
                      "explorer:mcp-python") for name in pytool_groups()],
     # A few episodes per domain, for trying the pipeline and for the sample committed in the repo.
     "sample": [

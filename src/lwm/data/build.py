@@ -65,12 +65,14 @@ def cpt_rows(trajectories: Iterable[Trajectory], block_chars: int = 8000) -> Ite
 
 @dataclass(frozen=True)
 class Guidance:
-    """What lwm's own models are asked with beyond the published layout (``lwm.retrieval.guide``): edit
+    """What lwm's own models are asked with beyond the published layout (``lwm.layout.guide``): edit
     answers where they are shorter, and retrieved real transitions (never the row's own trajectory)."""
 
     edits: bool = False
     retriever: Any = None
     examples: int = 2
+    examples_when: str = "every-step"
+    """Where the examples go (``lwm.layout.EXAMPLES_WHEN``): as the model will be asked."""
     recent: int = 4
     """Edit targets consider the previous observation and this many earlier ones as bases."""
     unseen_share: float = 0.5
@@ -118,7 +120,7 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
     reserved, and a turn whose system prompt and action alone do not fit is skipped and named in ``skipped``."""
     from lwm.data.sources import source_of
     from lwm.edits import shortest_answer
-    from lwm.retrieval import guide, same_tool_turn
+    from lwm.layout import guide, same_tool_turn
 
     count = _counter(max_tokens)
     guided = guided or Guidance()
@@ -138,7 +140,7 @@ def _prompts(trajectories: Iterable[Trajectory], compact: bool, max_tokens: int 
                 continue
             laid_out = conversation(domain, trajectory.context, trajectory.turns[:k], turn.action, compact=compact)
             prompted, shown = guide(laid_out, trajectory.domain, edits=guided.edits, retriever=guided.retriever,
-                                    examples=guided.examples, exclude={trajectory.id},
+                                    examples=guided.examples, exclude={trajectory.id}, when=guided.examples_when,
                                     exclude_sources=guided.exclude_sources(trajectory) if guided.retriever else ())
             answer = _answer(turn)
             if guided.edits:

@@ -1,6 +1,7 @@
 """Real Python APIs as MCP tools: schemas from signatures and docstrings, calls bound to them, and the server
 through the real MCP environment (sandboxed, over stdio), where a stateful group keeps its object between calls."""
 
+import collections
 import inspect
 import json
 import random
@@ -14,6 +15,7 @@ from lwm.envs.real.mcp import MCPEnv
 from lwm.envs.real.pytools import plain, render, run_call
 from lwm.envs.real.pytools_catalog import (
     FUNCTION_MODULES,
+    SLICES,
     STATEFUL,
     Group,
     as_tool,
@@ -82,6 +84,7 @@ def test_results_render_as_python_mcp_servers_answer():
     assert render([1, 2]) == "[1, 2]" and json.loads(render({"a": [1]})) == {"a": [1]}
     assert render(statistics.linear_regression([1, 2, 3], [2, 4, 6])) .startswith('{\n  "slope": 2.0')
     assert plain(iter(range(1000))) == list(range(100))  # an iterator, cut
+    assert plain({"b": 1, "a": 2}.keys()) == ["a", "b"] and plain(collections.deque([1, 2])) == [1, 2]
     assert plain({3, 1, 2}) == [1, 2, 3] and plain(float("inf")) == "inf" and plain(b"\xff") == "/w=="
     printer = as_tool("p", lambda text: print(text.upper()), "x.p")
     assert run_call(printer, {"text": "hi"}) == ("HI", False)  # what a function prints is its answer
@@ -90,9 +93,13 @@ def test_results_render_as_python_mcp_servers_answer():
 def test_the_catalogue_holds_thousands_of_tools_and_says_what_it_cannot_serve():
     found, missing = available(["statistics", "queue", "no-such-group"])
     assert set(found) == {"statistics", "queue"} and "unknown group" in missing["no-such-group"]
-    assert len(groups()) == len(FUNCTION_MODULES) + len(STATEFUL)
+    assert len(groups()) == len(FUNCTION_MODULES) - len(SLICES) + sum(SLICES.values()) + len(STATEFUL)
     every, _ = available()
     assert sum(len(g.tools()) for g in every.values()) >= 1000  # the standard library alone has more
+    # a module with hundreds of tools comes in slices that cover it once
+    whole = Group("math", "math", "math").tools()
+    parts = [every[f"math-{k}"].tools() for k in range(1, SLICES["math"] + 1)]
+    assert [t.name for part in parts for t in part] == [t.name for t in whole] and all(len(p) < 40 for p in parts)
     assert all(g.package for g in every.values())
 
 

@@ -117,13 +117,19 @@ class MCPExplorer(BaseExplorer):
             ])
         return {"name": tool["name"], "arguments": args}
 
-    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
-        schema = tool.get("inputSchema") or tool.get("input_schema") or {}
-        # arguments the schema shows (JSON Schema ``examples``: lwm's Python tools take them from the docstring's
-        # calls); drawn only where there are some, so servers without them are explored exactly as before
+    def shown(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """Now and then (``EXAMPLE_SHARE``) arguments the schema shows as JSON Schema ``examples`` (lwm's Python
+        tools take them from the docstring's calls); drawn only where there are some, so servers without them
+        are explored exactly as before."""
         examples = [e for e in schema.get("examples") or () if isinstance(e, dict)]
         if examples and self.rng.random() < EXAMPLE_SHARE:
             return json.loads(json.dumps(self.rng.choice(examples)))
+        return None
+
+    def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
+        schema = tool.get("inputSchema") or tool.get("input_schema") or {}
+        if (shown := self.shown(schema)) is not None:
+            return shown
         return self.value(schema, depth=0) if schema.get("properties") else {}
 
     def text(self) -> str:
@@ -207,9 +213,8 @@ class PythonToolsExplorer(AgentLikeMCPExplorer):
 
     def arguments(self, tool: dict[str, Any]) -> dict[str, Any]:
         schema = tool.get("inputSchema") or {}
-        examples = [e for e in schema.get("examples") or () if isinstance(e, dict)]
-        if examples and self.rng.random() < EXAMPLE_SHARE:
-            return json.loads(json.dumps(self.rng.choice(examples)))
+        if (shown := self.shown(schema)) is not None:
+            return shown
         required = set(schema.get("required") or ())
         return {name: self.argument(name, spec) for name, spec in (schema.get("properties") or {}).items()
                 if name in required or self.rng.random() < OPTIONAL_SHARE}

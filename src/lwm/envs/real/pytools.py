@@ -20,7 +20,8 @@ import json
 import math
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from importlib import metadata
 from itertools import islice
 from typing import Any
@@ -59,12 +60,14 @@ def plain(value: Any, depth: int = 0) -> Any:
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
+    if isinstance(value, (AbstractSet, set, frozenset)):  # sets and dict key views
         items = [plain(v, depth + 1) for v in value]
         try:
             return sorted(items)
         except TypeError:
             return items
+    if isinstance(value, Collection):  # deques, dict value views, arrays of the standard library
+        return [plain(v, depth + 1) for v in islice(value, ITEMS)]
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     if isinstance(value, Iterator):

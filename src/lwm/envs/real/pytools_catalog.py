@@ -74,11 +74,19 @@ class Group:
     module: str
     make: Callable[[], Any] | None = None
     about: str = ""
+    part: tuple[int, int] | None = None
+    """(k, n): the k-th of n slices of the module's tools, for modules with hundreds (a session lists its tools
+    in the world model's prompt, and ~40 is what real servers list)."""
 
     def tools(self) -> list[PyTool]:
         with warnings.catch_warnings():  # reading a deprecated attribute warns; the tool list is the same
             warnings.simplefilter("ignore")
-            return self._tools()
+            tools = self._tools()
+        if self.part is None:
+            return tools
+        k, n = self.part
+        size = -(-len(tools) // n)
+        return tools[(k - 1) * size:k * size]
 
     def _tools(self) -> list[PyTool]:
         if self.make is None:
@@ -316,14 +324,14 @@ def _text_buffer() -> Any:
 
 
 FUNCTION_MODULES = (
-    "math", "cmath", "statistics", "string", "textwrap", "re", "json", "base64", "binascii", "zlib", "colorsys",
+    "math", "cmath", "statistics", "textwrap", "re", "json", "base64", "binascii", "zlib", "colorsys",
     "calendar", "difflib", "html", "urllib.parse", "ipaddress", "unicodedata", "operator", "bisect", "heapq",
     "shlex", "fnmatch", "posixpath", "email.utils", "mimetypes", "quopri", "hashlib", "uuid",
-    "decimal", "locale", "stringprep", "codecs", "itertools", "functools", "secrets",
-    "yaml", "idna", "wcwidth", "markdown_it", "pygments.lexers", "packaging.version", "packaging.utils",
-    "dateutil.parser", "dateutil.easter", "tabulate", "semantic_version", "sympy", "numpy",
-    "more_itertools", "jsonschema", "tomlkit", "markdownify", "mdurl", "yarl",
-    "struct", "hmac", "xml.sax.saxutils", "pprint", "regex", "tomllib", "tomli_w", "xxhash", "mpmath",
+    "decimal", "locale", "stringprep", "codecs", "functools", "secrets",
+    "yaml", "idna", "wcwidth", "pygments.lexers", "packaging.version", "packaging.utils",
+    "dateutil.parser", "tabulate", "semantic_version", "sympy", "numpy",
+    "tomlkit", "markdownify", "mdurl", "yarl",
+    "struct", "hmac", "xml.sax.saxutils", "pprint", "regex", "tomllib", "tomli_w", "mpmath",
 )
 """Modules whose public functions make a group each (one that is not installed is left out, and said)."""
 STATEFUL = {
@@ -343,9 +351,21 @@ STATEFUL = {
 """Objects whose methods make a group, one object per session, so calls change what later calls see."""
 
 
+SLICES = {"sympy": 12, "numpy": 10, "mpmath": 10, "math": 2, "operator": 2}
+"""Modules served in slices (``mpmath-3``: the third of ten), each ~25-50 tools."""
+
+
 def groups() -> dict[str, Group]:
-    """Every group this interpreter can import, by name."""
-    found = {module: Group(module, module.split(".")[0], module) for module in FUNCTION_MODULES}
+    """Every group, by name (nothing imported: ``available`` says which this interpreter can serve)."""
+    found = {}
+    for module in FUNCTION_MODULES:
+        package = module.split(".")[0]
+        if module in SLICES:
+            n = SLICES[module]
+            found.update({f"{module}-{k}": Group(f"{module}-{k}", package, module, part=(k, n))
+                          for k in range(1, n + 1)})
+        else:
+            found[module] = Group(module, package, module)
     for name, (package, make, about) in STATEFUL.items():
         found[name.replace(" ", "-")] = Group(name.replace(" ", "-"), package, package, make, about)
     return found
