@@ -1,7 +1,7 @@
 """The form of a run's MCP answers against the real results: issue 60's "zero non-JSON answers where the real
 result is JSON", echoes of the action, and every repair ``lwm.forms`` made (``form`` in each prediction).
 
-    python scripts/answer_forms.py RUN_DIR [RUN_DIR ...]      # folders of `lwm bench run --out`
+    python scripts/answer_forms.py RUN_DIR [RUN_DIR ...]      # folders of `lwm bench run --out` (judged rows)
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from lwm.bench.pipeline import judged_rows
 from lwm.forms import echoes, is_error, is_json
 from lwm.layout import action_text
 from lwm.parsing import strip_marker
@@ -36,8 +37,7 @@ def main(runs: list[str]) -> None:
                    "text", "echoes", "repairs"):
         table.add_column(column, justify="right")
     for run in runs:
-        rows = [json.loads(line) for line in (Path(run) / "predictions.jsonl").open()]
-        rows = [r for r in rows if r.get("task") == "mcp"]
+        rows = [r for r in judged_rows(Path(run)).values() if r.get("task") == "mcp"]
         counts: Counter[str] = Counter()
         repairs: Counter[str] = Counter()
         for row in rows:
