@@ -1,5 +1,7 @@
 """Where lwm's guidance goes in a prompt (``lwm.layout``), and what each layout costs a server that keeps KV state."""
 
+from itertools import pairwise
+
 import pytest
 
 from lwm.conversation import conversation, fit
@@ -23,7 +25,7 @@ def prompt(k: int, when: str, index: TransitionIndex) -> tuple[list[dict], list]
 def test_kept_examples_make_each_steps_prompt_the_start_of_the_next():
     index = TransitionIndex.build(CORPUS)
     steps = [prompt(k, "kept", index) for k in range(5)]
-    for (now, _), (later, _) in zip(steps, steps[1:]):
+    for (now, _), (later, _) in pairwise(steps):
         assert later[:len(now)] == now  # nothing before the new turn changes: a server reuses all of it
     shown = steps[-1][1]
     keys = [(t.trajectory, t.turn) for t in shown]
@@ -32,7 +34,7 @@ def test_kept_examples_make_each_steps_prompt_the_start_of_the_next():
     assert text.count(EXAMPLES_HEADING) >= 2  # examples added over several turns ...
     assert [f"### Example {n} " in text for n in range(1, SESSION_EXAMPLES + 1)] == [True] * SESSION_EXAMPLES
     # ... and every earlier example is one a step showed: step k's examples are the start of step k+1's
-    for (_, before), (_, after) in zip(steps, steps[1:]):
+    for (_, before), (_, after) in pairwise(steps):
         assert after[:len(before)] == before
 
 
