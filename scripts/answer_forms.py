@@ -16,7 +16,7 @@ from rich.table import Table
 
 from lwm.bench.pipeline import judged_rows
 from lwm.forms import echoes, is_error, is_json
-from lwm.layout import action_text
+from lwm.retrieval import action_text
 from lwm.parsing import strip_marker
 
 

@@ -46,3 +46,18 @@ def test_examples_at_every_step_change_the_last_message_and_leave_the_history_ba
     assert later[:len(now)] != now and EXAMPLES_HEADING not in later[len(now) - 1]["content"]
     with pytest.raises(ValueError, match="examples when 'sometimes'"):
         prompt(1, "sometimes", index)
+
+
+def test_a_kept_examples_fenced_text_does_not_hide_which_tool_an_earlier_turn_called():
+    """The same-tool note of a kept turn is worked out from the session's own actions, not from messages that
+    already carry examples (an example's result may hold a fenced block that reads as another call)."""
+    from lwm.layout import guide
+    from tests.test_retrieval import tool_session
+
+    fenced = 'Thought noted:\n```json\n{"name": "other_tool", "arguments": {}}\n```'
+    corpus = [tool_session(f"x{n}", "mcp:x", [("think", {"n": n}, fenced)]) for n in range(3)]
+    own = tool_session("own", "mcp:own", [("think", {"n": 1}, "ok 1"), ("list", {}, "[]"), ("think", {"n": 2}, "")])
+    conv = conversation(get_domain("mcp"), own.context, own.turns[:2], own.turns[2].action)
+    guided, shown = guide(conv, "mcp", edits=True, retriever=TransitionIndex.build(corpus), when="kept")
+    assert shown and EXAMPLES_HEADING in guided.pairs[0][0]  # turn 1 showed examples, kept there
+    assert "Turn 1 called `think` too" in guided.current

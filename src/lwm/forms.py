@@ -204,6 +204,13 @@ def unrelated(answer: str, own: str, least: float = 0.2) -> bool:
     return bool(words) and len(words & set(re.findall(r"\w+", own.lower()))) / len(words) < least
 
 
+def pasted(observation: Any, own: str) -> bool:
+    """Whether an answer is an edit of a retrieved example (``@edit example N``) that brought another session's
+    page or screen: it shares almost nothing with the session's own latest observation ``own``."""
+    base = str((observation.metadata.get("edit") or {}).get("base") or "")
+    return base.startswith("example") and bool(own.strip()) and unrelated(observation.content, own)
+
+
 EMPTY = {"resampled": "its answer was empty; sampled again",
          "previous": "its answer was empty, and so was a second; the previous observation was kept",
          "initial": "its answer was empty, and so was a second; the initial observation was kept",

@@ -85,7 +85,7 @@ def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retrie
     both lay prompts out through here, so a model is trained on the prompts it is asked with."""
     if conv.system is None or conv.current is None or (not edits and retriever is None):
         return conv, []
-    needs_examples(conv, when)  # a bad ``when`` is said before anything is searched
+    wanted = needs_examples(conv, when)  # a bad ``when`` is said before anything is searched
     system = conv.system + (guidance(retriever is not None) if edits else "")
 
     def search(action: str, before: str) -> list[Transition]:
@@ -99,8 +99,7 @@ def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retrie
         return same_tool_note(*same) if same else ""
 
     if when != "kept":
-        shown = search(conv.current, strip_marker(conv.pairs[-1][1]) if conv.pairs else "") \
-            if needs_examples(conv, when) else []
+        shown = search(conv.current, strip_marker(conv.pairs[-1][1]) if conv.pairs else "") if wanted else []
         return dataclasses.replace(conv, system=system, current=examples_block(shown) + note(conv) + conv.current), \
             shown
     shown, seen, pairs = [], set(), list(conv.pairs)
@@ -108,7 +107,10 @@ def guide(conv: Conversation, domain: str | None, *, edits: bool = False, retrie
         user = pairs[k][0] if k < len(pairs) else conv.current
         found = search(user, strip_marker(pairs[k - 1][1]) if k else "") if len(shown) < SESSION_EXAMPLES else []
         new = [t for t in found if (t.trajectory, t.turn) not in seen][:SESSION_EXAMPLES - len(shown)]
-        lead = examples_block(new, len(shown) + 1) + note(dataclasses.replace(conv, pairs=pairs[:k], current=user))
+        # the note reads the session's own turns: earlier messages here already carry examples, whose text
+        # may hold a fenced block that reads as another call
+        lead = examples_block(new, len(shown) + 1) + note(dataclasses.replace(conv, pairs=conv.pairs[:k],
+                                                                              current=user))
         shown += new
         seen.update((t.trajectory, t.turn) for t in new)
         if k < len(pairs):

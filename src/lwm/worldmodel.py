@@ -138,6 +138,8 @@ class WorldModel:
             observation = await self._guarded(conv, prompt.messages, observation, domain, config, resolve)
         metadata = {**observation.metadata, "dropped_turns": prompt.dropped_turns,
                     "prompt_tokens": observation.metadata["prompt_tokens"] or prompt.tokens}
+        if forms.pasted(observation, history[-1] if history else conv.initial):
+            metadata["edit"] = {**metadata["edit"], "unrelated": True}  # another session's page, said in the note
         if shown:
             metadata["retrieved"] = [f"{t.trajectory}-t{t.turn}" for t in shown]
         return observation.model_copy(update={"metadata": metadata})
@@ -166,10 +168,8 @@ class WorldModel:
                 observation, form["echo"] = again, "json" if wants_json else "resampled"
             else:
                 form["echo"] = "kept"
-        edit = observation.metadata.get("edit") or {}
         own = history[-1] if history else conv.initial
-        if str(edit.get("base") or "").startswith("example") and own.strip() \
-                and forms.unrelated(observation.content, own):
+        if forms.pasted(observation, own):
             observation, form["unrelated"] = await self._related(conv, messages, observation, domain, resample,
                                                                   resolve, own)
         if wants_json and not forms.is_json(observation.content) and not forms.is_error(observation.content):
@@ -218,8 +218,7 @@ class WorldModel:
         plain = await self._unguided(conv, domain, resample.model_copy(update={"temperature": 0.0}), resolve)
         if plain.content.strip() and not forms.unrelated(plain.content, own):
             return plain, "unguided"
-        return pasted.model_copy(update={"metadata": {**pasted.metadata, "edit": {
-            **(pasted.metadata.get("edit") or {}), "unrelated": True}}}), "kept"
+        return pasted, "kept"
 
     def guided(self, conv: Conversation, domain: Domain | None,
                exclude: Collection[str] = ()) -> tuple[Conversation, list[Any]]:

@@ -47,9 +47,9 @@ def real_options(mirror: str | None, sandbox: bool = True) -> dict[str, Any] | N
     """``--mirror`` as MCPEnv options: a preset name, an http(s) URL, or a command line."""
     if not mirror:
         return None
-    from lwm.envs.real.mcp import PRESETS, PYTOOLS
+    from lwm.envs.real.mcp import PRESETS, is_preset
 
-    if mirror in PRESETS or mirror.startswith(PYTOOLS):
+    if is_preset(mirror):
         return {"preset": mirror, "sandbox": sandbox}
     if mirror.startswith(("http://", "https://")):
         return {"url": mirror}

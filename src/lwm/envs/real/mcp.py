@@ -176,6 +176,10 @@ PRESETS: dict[str, MCPServer] = {
 PYTOOLS = "pytools:"
 
 
+def is_preset(name: str) -> bool:
+    return name in PRESETS or name.startswith(PYTOOLS)
+
+
 def preset_server(name: str) -> MCPServer:
     """A preset by name: one of ``PRESETS``, or ``pytools:GROUP``."""
     if name.startswith(PYTOOLS):

@@ -60,7 +60,7 @@ def plain(value: Any, depth: int = 0) -> Any:
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, depth + 1) for v in value]
-    if isinstance(value, (AbstractSet, set, frozenset)):  # sets and dict key views
+    if isinstance(value, AbstractSet):  # sets, frozensets and dict key views
         items = [plain(v, depth + 1) for v in value]
         try:
             return sorted(items)
@@ -100,7 +100,9 @@ def run_call(tool: PyTool, arguments: dict[str, Any]) -> tuple[str, bool]:
         with contextlib.redirect_stdout(printed):
             result = call_tool(tool, arguments)
         shown = printed.getvalue().rstrip("\n")
-        return ("\n".join([shown] if result is None else [shown, render(result)]) if shown else render(result)), False
+        if not shown:
+            return render(result), False
+        return (shown if result is None else f"{shown}\n{render(result)}"), False
     except CallTimeout as exc:
         return f"Error: {exc}", True
     except Exception as exc:  # noqa: BLE001 - the function's own exception is the tool's answer

@@ -18,6 +18,7 @@ import ast
 import collections
 import importlib
 import inspect
+import math
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -38,10 +39,6 @@ NUMBER_NAMES = frozenset("x y z a b value val p q angle radius degrees radians m
 ARRAY_NAMES = frozenset("iterable data seq sequence values items numbers nums population weights list iterables "
                         "elements array arr xs ys vector coordinates args arrays a_list lst keys words "
                         "lines pool".split())
-STRING_NAMES = frozenset("s string text word name sep prefix suffix chars pattern fmt format template key char "
-                         "encoding errors source line filename url host address code expr expression query label "
-                         "title msg message delimiter fillchar old new repl substring sub needle src dest "
-                         "section option tag id date_string version spec markdown".split())
 OBJECT_NAMES = frozenset("mapping d dict dictionary kwargs attrs headers".split())
 TYPES = {int: "integer", float: "number", complex: "number", str: "string", bool: "boolean", list: "array",
          tuple: "array", set: "array", frozenset: "array", dict: "object", bytes: "string", bytearray: "string"}
@@ -102,12 +99,9 @@ class Group:
             candidates = [(n, getattr(target, n)) for n in dir(target)
                           if not n.startswith("_") and callable(getattr(target, n, None))]
             prefix = f"{type(target).__module__}.{type(target).__qualname__}"
-        tools = []
-        for name, function in sorted(candidates):
-            tool = as_tool(name, function, f"{prefix}.{name}")
-            if tool is not None and not SKIP_NAME.search(name):
-                tools.append(tool)
-        return tools
+        found_tools = (as_tool(name, function, f"{prefix}.{name}") for name, function in sorted(candidates)
+                       if not SKIP_NAME.search(name))
+        return [tool for tool in found_tools if tool is not None]
 
 
 def _type_of(annotation: Any) -> dict[str, Any] | None:
@@ -163,8 +157,8 @@ def param_schema(param: inspect.Parameter) -> dict[str, Any]:
         schema = _type_by_name(param.name)
     if param.kind is inspect.Parameter.VAR_POSITIONAL:
         return {"type": "array", "items": schema if schema.get("type") != "array" else {"type": "number"}}
-    if default is not inspect.Parameter.empty and _jsonable(default) and not isinstance(default, float) or \
-            isinstance(default, float) and default == default and abs(default) != float("inf"):
+    if default is not inspect.Parameter.empty and _jsonable(default) and \
+            not (isinstance(default, float) and not math.isfinite(default)):
         schema = {**schema, "default": list(default) if isinstance(default, tuple) else default}
     return schema
 
@@ -228,7 +222,7 @@ def signature_of(name: str, function: Any) -> inspect.Signature | None:
 
 
 def as_tool(name: str, function: Any, qualname: str) -> PyTool | None:
-    """``function`` as a tool, or None where its signature cannot be read or asks for ``**kwargs`` only."""
+    """``function`` as a tool (``**kwargs`` left out), or None where its signature cannot be read."""
     signature = signature_of(name, function)
     if signature is None:
         return None
@@ -236,8 +230,6 @@ def as_tool(name: str, function: Any, qualname: str) -> PyTool | None:
     for param in signature.parameters.values():
         if param.kind is inspect.Parameter.VAR_KEYWORD or param.name in ("self", "cls"):
             continue
-        if param.kind is inspect.Parameter.POSITIONAL_ONLY and param.name.startswith("/"):
-            return None
         properties[param.name] = param_schema(param)
         if param.default is inspect.Parameter.empty and param.kind is not inspect.Parameter.VAR_POSITIONAL:
             required.append(param.name)
