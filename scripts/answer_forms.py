@@ -16,8 +16,8 @@ from rich.table import Table
 
 from lwm.bench.pipeline import judged_rows
 from lwm.forms import echoes, is_error, is_json
-from lwm.retrieval import action_text
 from lwm.parsing import strip_marker
+from lwm.retrieval import action_text
 
 
 def real_of(row: dict) -> str:
